@@ -1,0 +1,345 @@
+/* main.c: mrelease's front end: options, selection, action, report. */
+#define _GNU_SOURCE
+#include <argp.h>
+#include <err.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "config.h"
+
+struct options {
+	bool kill, dry_run, json, quiet, verbose, recursive, wait, read_stdin;
+	enum mr_measure_mode measure;
+	unsigned int wait_ms;
+	unsigned int jobs; /* 0: one per CPU of the affinity set */
+	struct mr_sched sched;
+	struct mr_pidlist pids;
+	const char **cgroups;
+	size_t ncgroups;
+};
+
+enum { OPT_NO_RECURSIVE = 0x100 };
+
+static const struct argp_option argp_options[] = {
+	{ "kill", 'k', NULL, 0, "Send SIGKILL through each pidfd, then release", 1 },
+	{ "cgroup", 'c', "PATH", 0,
+	  "Every process in cgroup PATH and its descendants (v2 or v1; a relative PATH is "
+	  "taken under the cgroup2 mount); repeatable", 1 },
+	{ "no-recursive", OPT_NO_RECURSIVE, NULL, 0,
+	  "With --cgroup, leave out descendant cgroups", 1 },
+	{ "nice", 'n', "N", 0, "Release at nice value N (-20..19)", 2 },
+	{ "affinity", 'a', "CPULIST", 0, "Release on these CPUs, e.g. 0,2-3", 2 },
+	{ "jobs", 'j', "N", 0, "Release on N threads (default: CPUs in the affinity set)", 2 },
+	{ "measure", 'm', "MODE", 0,
+	  "Memory figures from smaps (smaps_rollup, the default), status (O(1) counters) "
+	  "or none", 3 },
+	{ "wait", 'w', "SECONDS", OPTION_ARG_OPTIONAL,
+	  "After releasing, wait until every target has exited (default 10 s)", 3 },
+	{ "dry-run", 'd', NULL, 0, "Measure and report only; send and release nothing", 3 },
+	{ "json", 'J', NULL, 0, "Print one JSON document instead of the table", 4 },
+	{ "quiet", 'q', NULL, 0, "Print no report, only errors", 4 },
+	{ "verbose", 'v', NULL, 0, "Explain fallbacks and retries on stderr", 4 },
+	{ 0 }
+};
+
+static const char doc[] =
+	"Free the memory of dying processes now, with process_mrelease(2).\n\n"
+	"Each PID is opened as a pidfd and every later act goes through it. A PID of - "
+	"reads whitespace-separated PIDs from standard input. Without --kill, only "
+	"processes that are already exiting are released."
+	"\v"
+	"Exit status:\n"
+	"  0   every target released or gone (with --dry-run: measured)\n"
+	"  1   no target released\n"
+	"  2   usage error\n"
+	"  3   fatal error\n"
+	"  64  some targets released, some failed";
+
+const char *argp_program_version = "mrelease " MR_VERSION;
+const char *argp_program_bug_address = NULL;
+
+static void parse_pid_arg(struct argp_state *state, struct options *o, const char *arg)
+{
+	pid_t pid;
+	int r;
+
+	if (strcmp(arg, "-") == 0) {
+		o->read_stdin = true;
+		return;
+	}
+	r = mr_parse_pid(arg, &pid);
+	if (r)
+		argp_error(state, "'%s': not a valid pid (1..%d)", arg, MR_PID_MAX);
+	if (mr_pidlist_add(&o->pids, pid))
+		argp_failure(state, MR_EXIT_FATAL, ENOMEM, "pid list");
+}
+
+static long parse_number(struct argp_state *state, const char *opt, const char *arg,
+			 long min, long max)
+{
+	long v;
+
+	if (mr_parse_long(arg, min, max, &v))
+		argp_error(state, "%s '%s': expected a whole number from %ld to %ld", opt, arg,
+			   min, max);
+	return v;
+}
+
+static void parse_affinity(struct argp_state *state, struct options *o, const char *arg)
+{
+	cpu_set_t online, both;
+
+	if (mr_parse_cpulist(arg, &o->sched.cpus))
+		argp_error(state, "--affinity '%s': not a CPU list such as 0,2-3", arg);
+	if (mr_cpus_online(&online))
+		argp_failure(state, MR_EXIT_FATAL, errno, "/sys/devices/system/cpu/online");
+	CPU_AND(&both, &o->sched.cpus, &online);
+	if (!CPU_EQUAL(&both, &o->sched.cpus))
+		argp_error(state, "--affinity '%s': names a CPU that is not online", arg);
+	o->sched.set_affinity = true;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct options *o = state->input;
+
+	switch (key) {
+	case 'k': o->kill = true; break;
+	case 'c': {
+		const char **c = reallocarray(o->cgroups, o->ncgroups + 1, sizeof(*c));
+
+		if (!c)
+			argp_failure(state, MR_EXIT_FATAL, ENOMEM, "cgroup list");
+		o->cgroups = c;
+		o->cgroups[o->ncgroups++] = arg;
+		break;
+	}
+	case OPT_NO_RECURSIVE: o->recursive = false; break;
+	case 'n':
+		o->sched.nice = (int)parse_number(state, "--nice", arg, -20, 19);
+		o->sched.set_nice = true;
+		break;
+	case 'a': parse_affinity(state, o, arg); break;
+	case 'j': o->jobs = (unsigned int)parse_number(state, "--jobs", arg, 1, 1024); break;
+	case 'm':
+		if (strcmp(arg, "smaps") == 0)
+			o->measure = MR_MEASURE_SMAPS;
+		else if (strcmp(arg, "status") == 0)
+			o->measure = MR_MEASURE_STATUS;
+		else if (strcmp(arg, "none") == 0)
+			o->measure = MR_MEASURE_NONE;
+		else
+			argp_error(state, "--measure '%s': expected smaps, status or none", arg);
+		break;
+	case 'w':
+		o->wait = true;
+		if (arg)
+			o->wait_ms = 1000 * (unsigned int)parse_number(state, "--wait", arg, 0, 86400);
+		break;
+	case 'd': o->dry_run = true; break;
+	case 'J': o->json = true; break;
+	case 'q': o->quiet = true; break;
+	case 'v': o->verbose = true; break;
+	case ARGP_KEY_ARG: parse_pid_arg(state, o, arg); break;
+	case ARGP_KEY_END:
+		if (o->pids.len == 0 && !o->read_stdin && o->ncgroups == 0)
+			argp_error(state, "no PID or --cgroup given");
+		if (o->dry_run && o->kill)
+			argp_error(state, "--dry-run and --kill contradict each other");
+		if (o->json && o->quiet)
+			argp_error(state, "--json and --quiet contradict each other");
+		break;
+	default: return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static void read_stdin_pids(struct options *o)
+{
+	char bad[32];
+	int r;
+
+	if (!o->read_stdin)
+		return;
+	r = mr_pidlist_read(&o->pids, stdin, bad, sizeof(bad));
+	if (r == -EINVAL || r == -ERANGE)
+		errx(MR_EXIT_USAGE, "standard input: '%s': not a valid pid (1..%d)", bad, MR_PID_MAX);
+	if (r)
+		errno = -r, err(MR_EXIT_FATAL, "standard input");
+}
+
+static int by_pid(const void *a, const void *b)
+{
+	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Open every named pid once, in pid order. */
+static void select_targets(struct options *o, struct mr_procinfo *pi, struct mr_run *run)
+{
+	size_t n = 0;
+
+	qsort(o->pids.pids, o->pids.len, sizeof(pid_t), by_pid);
+	run->targets = calloc(o->pids.len ? o->pids.len : 1, sizeof(*run->targets));
+	if (!run->targets)
+		err(MR_EXIT_FATAL, "target list");
+	for (size_t i = 0; i < o->pids.len; i++) {
+		if (i && o->pids.pids[i] == o->pids.pids[i - 1])
+			continue;
+		mr_target_init(&run->targets[n], o->pids.pids[i], -1);
+		mr_target_open(pi, &run->targets[n]);
+		n++;
+	}
+	run->ntargets = n;
+}
+
+static void measure_before(struct mr_procinfo *pi, struct mr_run *run)
+{
+	for (size_t i = 0; i < run->ntargets; i++) {
+		struct mr_target *t = &run->targets[i];
+		int r;
+
+		if (t->status != MR_PENDING)
+			continue;
+		r = mr_measure(pi, t, &t->before);
+		if (r == -ESRCH)
+			t->status = MR_EXITED;
+		else if (r)
+			mr_target_fail(t, MR_E_UNREADABLE, -r);
+	}
+}
+
+static void act(const struct options *o, struct mr_run *run)
+{
+	struct mr_release_opts ro = {
+		.kill = o->kill,
+		.jobs = o->jobs,
+		.wait_ms = o->wait_ms,
+		.sched = o->sched,
+	};
+	struct mr_target **ptrs;
+	int64_t start;
+	int r;
+
+	if (o->dry_run) {
+		for (size_t i = 0; i < run->ntargets; i++)
+			if (run->targets[i].status == MR_PENDING)
+				run->targets[i].status = MR_SKIPPED;
+		return;
+	}
+	if (!ro.jobs) {
+		cpu_set_t cpus;
+
+		if (!o->sched.set_affinity && sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
+			ro.jobs = (unsigned int)CPU_COUNT(&cpus);
+		else
+			ro.jobs = (unsigned int)CPU_COUNT(&o->sched.cpus);
+	}
+	ptrs = calloc(run->ntargets ? run->ntargets : 1, sizeof(*ptrs));
+	if (!ptrs)
+		err(MR_EXIT_FATAL, "target list");
+	for (size_t i = 0; i < run->ntargets; i++)
+		ptrs[i] = &run->targets[i];
+	if (o->verbose)
+		warnx("releasing %zu target%s on %u thread%s", run->ntargets,
+		      run->ntargets == 1 ? "" : "s", ro.jobs, ro.jobs == 1 ? "" : "s");
+
+	start = mr_now_us();
+	r = mr_release_all(ptrs, run->ntargets, &ro, &run->stats);
+	if (r && run->stats.sched_error)
+		errno = -r, err(MR_EXIT_FATAL, "cannot set the releasing threads' nice value or CPUs; "
+			"nothing was sent");
+	if (r)
+		errno = -r, err(MR_EXIT_FATAL, "cannot start the releasing threads; nothing was sent");
+	if (run->stats.nosys)
+		warnx("process_mrelease is not available (Linux before 5.15, or a seccomp "
+		      "filter); waited for the targets to exit instead");
+	if (o->verbose && run->stats.retries)
+		warnx("process_mrelease was retried %u times", run->stats.retries);
+	if (o->wait && (r = mr_wait_exit(ptrs, run->ntargets, o->wait_ms)))
+		errno = -r, err(MR_EXIT_FATAL, "waiting for the targets to exit");
+	run->elapsed_us = mr_now_us() - start;
+	free(ptrs);
+}
+
+static void measure_after(struct mr_procinfo *pi, struct mr_run *run)
+{
+	for (size_t i = 0; i < run->ntargets; i++) {
+		struct mr_target *t = &run->targets[i];
+
+		if (t->status == MR_RELEASED || t->status == MR_EXITED ||
+		    (t->status == MR_FAILED && t->pidfd >= 0 && t->before.rss_kb != MR_UNKNOWN))
+			mr_measure(pi, t, &t->after);
+	}
+}
+
+static void report(const struct options *o, const struct mr_run *run)
+{
+	char buf[256];
+
+	for (size_t i = 0; i < run->ntargets; i++) {
+		const struct mr_target *t = &run->targets[i];
+
+		if (t->status == MR_FAILED)
+			warnx("pid %d: %s", (int)t->pid, mr_target_strerror(t, buf, sizeof(buf)));
+	}
+	if (o->json)
+		mr_report_json(stdout, run);
+	else if (!o->quiet)
+		mr_report_text(stdout, run);
+	if (fflush(stdout) == EOF || ferror(stdout))
+		err(MR_EXIT_FATAL, "standard output");
+}
+
+static int exit_status(const struct mr_run *run)
+{
+	size_t failed = 0;
+
+	for (size_t i = 0; i < run->ntargets; i++)
+		failed += run->targets[i].status == MR_FAILED;
+	if (failed == 0)
+		return MR_EXIT_OK;
+	return failed == run->ntargets ? MR_EXIT_NONE : MR_EXIT_PARTIAL;
+}
+
+int main(int argc, char **argv)
+{
+	struct options o = {
+		.recursive = true,
+		.measure = MR_MEASURE_SMAPS,
+		.wait_ms = 10000,
+	};
+	struct argp argp = { argp_options, parse_opt, "PID...", doc, NULL, NULL, NULL };
+	struct mr_run run = {
+		.mem_available_before_kb = MR_UNKNOWN,
+		.mem_available_after_kb = MR_UNKNOWN,
+		.elapsed_us = MR_UNKNOWN,
+	};
+	struct mr_procinfo *pi;
+	int r;
+
+	argp_err_exit_status = MR_EXIT_USAGE;
+	argp_parse(&argp, argc, argv, 0, NULL, &o);
+	read_stdin_pids(&o);
+	if ((r = mr_procinfo_new(&pi, o.measure)))
+		errno = -r, err(MR_EXIT_FATAL, "libproc2");
+	run.measure = o.measure;
+	run.dry_run = o.dry_run;
+
+	select_targets(&o, pi, &run);
+	measure_before(pi, &run);
+	mr_mem_available_kb(&run.mem_available_before_kb);
+	act(&o, &run);
+	measure_after(pi, &run);
+	if (!o.dry_run)
+		mr_mem_available_kb(&run.mem_available_after_kb);
+	report(&o, &run);
+
+	mr_procinfo_free(pi);
+	mr_pidlist_free(&o.pids);
+	return exit_status(&run);
+}

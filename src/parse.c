@@ -1,0 +1,165 @@
+/* parse.c: strict parsers for numbers, pids and CPU lists.
+ * A value is accepted only when the whole string is a number in range,
+ * in the spirit of OpenBSD's strtonum(3). */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mrelease.h"
+
+int mr_parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	/* strtol skips leading blanks and takes a sign; we take only a sign. */
+	if (!s || !*s || isspace((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (*end != '\0')
+		return -EINVAL;
+	if (errno == ERANGE || v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+int mr_parse_pid(const char *s, pid_t *pid)
+{
+	long v;
+	int r;
+
+	/* A leading '+' or '-' is not part of a pid. */
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	r = mr_parse_long(s, 1, MR_PID_MAX, &v);
+	if (r == 0)
+		*pid = (pid_t)v;
+	return r;
+}
+
+static int parse_cpu(const char **p, long *cpu)
+{
+	char *end;
+
+	if (!isdigit((unsigned char)**p))
+		return -EINVAL;
+	errno = 0;
+	*cpu = strtol(*p, &end, 10);
+	if (errno == ERANGE || *cpu >= CPU_SETSIZE)
+		return -ERANGE;
+	*p = end;
+	return 0;
+}
+
+/* The kernel's cpulist format: "0,2-3,8-15". Every CPU must fit in a
+ * cpu_set_t; whether it exists is for the caller to check. */
+int mr_parse_cpulist(const char *s, cpu_set_t *set)
+{
+	const char *p = s;
+	long lo, hi;
+	int r;
+
+	CPU_ZERO(set);
+	if (!s || !*s)
+		return -EINVAL;
+	for (;;) {
+		if ((r = parse_cpu(&p, &lo)))
+			return r;
+		hi = lo;
+		if (*p == '-') {
+			p++;
+			if ((r = parse_cpu(&p, &hi)))
+				return r;
+			if (hi < lo)
+				return -EINVAL;
+		}
+		for (long c = lo; c <= hi; c++)
+			CPU_SET(c, set);
+		if (*p == '\0')
+			return 0;
+		if (*p++ != ',')
+			return -EINVAL;
+	}
+}
+
+int mr_cpus_online(cpu_set_t *set)
+{
+	char buf[4096];
+	size_t n;
+	FILE *f;
+	int r;
+
+	f = fopen("/sys/devices/system/cpu/online", "re");
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	r = ferror(f) ? -EIO : 0;
+	fclose(f);
+	if (r)
+		return r;
+	buf[n] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	return mr_parse_cpulist(buf, set);
+}
+
+int mr_pidlist_add(struct mr_pidlist *l, pid_t pid)
+{
+	if (l->len == l->cap) {
+		size_t cap = l->cap ? 2 * l->cap : 64;
+		pid_t *p = reallocarray(l->pids, cap, sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		l->pids = p;
+		l->cap = cap;
+	}
+	l->pids[l->len++] = pid;
+	return 0;
+}
+
+/* Read whitespace-separated pids from in. A word longer than any pid is
+ * refused without reading it whole, so the input cannot grow our memory
+ * beyond the pid list itself. On -EINVAL or -ERANGE the offending word
+ * (cut to badlen) is left in bad. */
+int mr_pidlist_read(struct mr_pidlist *l, FILE *in, char *bad, size_t badlen)
+{
+	char word[16];
+	size_t len = 0;
+	pid_t pid;
+	int c, r;
+
+	for (;;) {
+		c = getc(in);
+		if (c != EOF && !isspace(c)) {
+			if (len == sizeof(word) - 1) {
+				word[len] = '\0';
+				snprintf(bad, badlen, "%s...", word);
+				return -ERANGE;
+			}
+			word[len++] = (char)c;
+			continue;
+		}
+		if (len) {
+			word[len] = '\0';
+			len = 0;
+			if ((r = mr_parse_pid(word, &pid))) {
+				snprintf(bad, badlen, "%s", word);
+				return r;
+			}
+			if ((r = mr_pidlist_add(l, pid)))
+				return r;
+		}
+		if (c == EOF)
+			return ferror(in) ? -EIO : 0;
+	}
+}
+
+void mr_pidlist_free(struct mr_pidlist *l)
+{
+	free(l->pids);
+	*l = (struct mr_pidlist){ 0 };
+}

@@ -1,0 +1,93 @@
+/* target.c: opening a target through a pidfd and checking what it is.
+ * Everything after this acts through t->pidfd, so a pid that is reused by
+ * another process after we opened it is never signalled or released. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mrelease.h"
+#include "sys.h"
+
+#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+
+void mr_target_init(struct mr_target *t, pid_t pid, int cgroup)
+{
+	*t = (struct mr_target){
+		.pid = pid,
+		.pidfd = -1,
+		.tgid = pid,
+		.cgroup = cgroup,
+		.release_us = MR_UNKNOWN,
+		.status = MR_PENDING,
+	};
+	mr_mem_unknown(&t->before);
+	mr_mem_unknown(&t->after);
+}
+
+void mr_target_fail(struct mr_target *t, enum mr_error error, int errnum)
+{
+	t->status = MR_FAILED;
+	t->error = error;
+	t->errnum = errnum;
+}
+
+/* The process behind the pidfd has not been reaped. A zombie counts as
+ * alive here: its pid cannot be reused yet. */
+bool mr_target_alive(const struct mr_target *t)
+{
+	return mr_sys_pidfd_send_signal(t->pidfd, 0) == 0 || errno == EPERM;
+}
+
+/* Returns 0 when t is ready to be acted on; otherwise t->status says why
+ * not and the return is -errno. */
+int mr_target_open(struct mr_procinfo *pi, struct mr_target *t)
+{
+	unsigned long flags;
+	char state;
+
+	if (t->pid == getpid()) {
+		mr_target_fail(t, MR_E_SELF, 0);
+		return -EPERM;
+	}
+	if (t->pid == 1) {
+		mr_target_fail(t, MR_E_INIT, 0);
+		return -EPERM;
+	}
+	t->pidfd = mr_sys_pidfd_open(t->pid);
+	if (t->pidfd < 0) {
+		int e = errno;
+
+		if (e == ESRCH)
+			mr_target_fail(t, MR_E_NO_PROCESS, 0);
+		else if (e == EINVAL && mr_proc_identity(pi, t, &flags, &state) == 0 &&
+			 t->tgid != t->pid)
+			mr_target_fail(t, MR_E_THREAD, 0);
+		else
+			mr_target_fail(t, MR_E_ERRNO, e);
+		return -e;
+	}
+	/* What /proc says belongs to the pidfd's process only if that process
+	 * is still there after we read it. */
+	if (mr_proc_identity(pi, t, &flags, &state) < 0 || !mr_target_alive(t)) {
+		t->status = MR_EXITED;
+		return -ESRCH;
+	}
+	if (flags & PF_KTHREAD) {
+		mr_target_fail(t, MR_E_KTHREAD, 0);
+		return -EPERM;
+	}
+	/* A zombie has already given its memory back. */
+	if (state == 'Z' || state == 'X') {
+		t->status = MR_EXITED;
+		return -ESRCH;
+	}
+	return 0;
+}
+
+void mr_target_close(struct mr_target *t)
+{
+	if (t->pidfd >= 0)
+		close(t->pidfd);
+	t->pidfd = -1;
+}

@@ -1,0 +1,126 @@
+/* victim.c: a process for the tests to release: it allocates and touches
+ * memory, says it is ready, and waits to be killed. */
+#define _GNU_SOURCE
+#include <err.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char usage[] =
+	"usage: mr-victim [-m MIB] [-c N] [-k] [-i] [-t] [-r FILE]\n"
+	"  -m MIB   allocate and touch MIB of private anonymous memory\n"
+	"  -c N     fork N children that each touch MIB too\n"
+	"  -k       keep forking short-lived children until killed\n"
+	"  -i       run at SCHED_IDLE\n"
+	"  -t       start a second thread and report its tid as well\n"
+	"  -r FILE  write \"PID [TID]\" to FILE once ready\n";
+
+static void *touch(size_t mib)
+{
+	size_t len = mib << 20;
+	char *p;
+
+	if (len == 0)
+		return NULL;
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		err(1, "mmap %zu MiB", mib);
+	for (size_t off = 0; off < len; off += 4096)
+		p[off] = 1;
+	return p;
+}
+
+static void *sleeper(void *arg)
+{
+	pid_t tid = gettid();
+
+	if (write(*(int *)arg, &tid, sizeof(tid)) != sizeof(tid))
+		err(1, "write");
+	for (;;)
+		pause();
+}
+
+static void write_ready(const char *file, pid_t tid)
+{
+	char tmp[4096];
+	FILE *f;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", file);
+	f = fopen(tmp, "w");
+	if (!f)
+		err(1, "%s", tmp);
+	if (tid)
+		fprintf(f, "%d %d\n", getpid(), tid);
+	else
+		fprintf(f, "%d\n", getpid());
+	if (fclose(f) || rename(tmp, file))
+		err(1, "%s", file);
+}
+
+int main(int argc, char **argv)
+{
+	size_t mib = 0;
+	int children = 0, keep_forking = 0, idle = 0, thread = 0, c;
+	const char *ready = NULL;
+	pid_t tid = 0;
+
+	while ((c = getopt(argc, argv, "m:c:kitr:")) != -1) {
+		switch (c) {
+		case 'm': mib = strtoul(optarg, NULL, 10); break;
+		case 'c': children = atoi(optarg); break;
+		case 'k': keep_forking = 1; break;
+		case 'i': idle = 1; break;
+		case 't': thread = 1; break;
+		case 'r': ready = optarg; break;
+		default: fputs(usage, stderr); return 2;
+		}
+	}
+	if (idle) {
+		struct sched_param sp = { 0 };
+		if (sched_setscheduler(0, SCHED_IDLE, &sp))
+			err(1, "SCHED_IDLE");
+	}
+	touch(mib);
+	for (int i = 0; i < children; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			err(1, "fork");
+		if (pid == 0) {
+			touch(mib);
+			for (;;)
+				pause();
+		}
+	}
+	if (thread) {
+		pthread_t t;
+		int pfd[2];
+		if (pipe(pfd))
+			err(1, "pipe");
+		if (pthread_create(&t, NULL, sleeper, &pfd[1]))
+			errx(1, "pthread_create");
+		if (read(pfd[0], &tid, sizeof(tid)) != sizeof(tid))
+			err(1, "read");
+	}
+	if (ready)
+		write_ready(ready, tid);
+	if (keep_forking) {
+		/* Children that come and go, so a kill races against fork. */
+		signal(SIGCHLD, SIG_IGN);
+		for (;;) {
+			pid_t pid = fork();
+			if (pid == 0) {
+				usleep(200000);
+				_exit(0);
+			}
+			usleep(10000);
+		}
+	}
+	for (;;)
+		pause();
+}
