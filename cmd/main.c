@@ -323,6 +323,8 @@ int main(int argc, char **argv)
 	int r;
 
 	argp_err_exit_status = MR_EXIT_USAGE;
+	/* getopt names the program by argv[0]; say "mrelease" as err(3) does. */
+	argv[0] = program_invocation_short_name;
 	argp_parse(&argp, argc, argv, 0, NULL, &o);
 	read_stdin_pids(&o);
 	if ((r = mr_procinfo_new(&pi, o.measure)))

@@ -158,7 +158,7 @@ int mr_measure(struct mr_procinfo *pi, const struct mr_target *t, struct mr_mem 
 		return 0;
 	r = check_readable(t->pid, pi->file == F_SMAPS ? "smaps_rollup" : "status");
 	if (r)
-		return r == -ENOENT ? gone(mem) : r;
+		return r == -ENOENT || r == -ESRCH ? gone(mem) : r;
 	s = select_one(pi->mem, t->pid);
 	if (!s)
 		return gone(mem);

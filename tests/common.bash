@@ -49,3 +49,73 @@ kill_victims() {
 	VICTIMS=()
 	return 0
 }
+
+# The mount point of the cgroup2 hierarchy, from mountinfo, never assumed.
+cgroup2_mount() {
+	awk '{ for (i = 7; i <= NF; i++) if ($i == "-") break
+	       if ($(i + 1) == "cgroup2") { print $5; exit } }' /proc/self/mountinfo
+}
+
+# cgroup_v1_mount CONTROLLER: where that v1 controller is mounted, if it is.
+cgroup_v1_mount() {
+	awk -v c="$1" '{ for (i = 7; i <= NF; i++) if ($i == "-") break
+	       if ($(i + 1) == "cgroup" && ("," $(i + 3) ",") ~ ("," c ",")) { print $5; exit } }' \
+		/proc/self/mountinfo
+}
+
+TEST_CGROUPS=()
+
+# make_cgroup PARENT: a fresh cgroup under PARENT, removed by clean_cgroups.
+make_cgroup() {
+	local cg
+	cg=$(mktemp -d "$1/mrelease-test.XXXXXX") || return 1
+	TEST_CGROUPS+=("$cg")
+	echo "$cg"
+}
+
+# freeze_victim PID...: hold the PIDs in a frozen v1 freezer cgroup, so that
+# once killed they cannot run their exit path and keep their memory until
+# released.
+freeze_victim() {
+	local m i p
+	m=$(cgroup_v1_mount freezer)
+	[ -n "$m" ] || skip "needs the cgroup v1 freezer"
+	FREEZER=$(make_cgroup "$m")
+	for p in "$@"; do
+		echo "$p" >"$FREEZER/cgroup.procs"
+	done
+	echo FROZEN >"$FREEZER/freezer.state"
+	for ((i = 0; i < 100; i++)); do
+		[ "$(cat "$FREEZER/freezer.state")" = FROZEN ] && return 0
+		sleep 0.05
+	done
+	echo "freezer $FREEZER did not freeze" >&2
+	return 1
+}
+
+# Thaw, kill and remove every cgroup this test made, deepest first.
+clean_cgroups() {
+	local i cg p n
+	for ((i = ${#TEST_CGROUPS[@]} - 1; i >= 0; i--)); do
+		cg=${TEST_CGROUPS[i]}
+		[ -d "$cg" ] || continue
+		[ -f "$cg/freezer.state" ] && echo THAWED >"$cg/freezer.state"
+		[ -f "$cg/cgroup.freeze" ] && echo 0 >"$cg/cgroup.freeze"
+		for ((n = 0; n < 100; n++)); do
+			[ -s "$cg/cgroup.procs" ] || break
+			while read -r p; do
+				is_victim "$p" && kill -9 "$p" 2>/dev/null
+			done <"$cg/cgroup.procs"
+			sleep 0.05
+		done
+		rmdir "$cg" 2>/dev/null || echo "could not remove $cg" >&2
+	done
+	TEST_CGROUPS=()
+	return 0
+}
+
+teardown() {
+	kill_victims
+	clean_cgroups
+	[ -z "${NOBODY_DIR:-}" ] || rm -rf "$NOBODY_DIR"
+}

@@ -1,0 +1,72 @@
+#!/usr/bin/env bats
+# cli.bats: the command line: each bad input gives exit 2, a message naming
+# it on stderr, nothing on stdout, and kills nothing.
+
+bats_require_minimum_version 1.5.0
+load common
+
+# Each case: the arguments after "--kill", then the message stderr must hold.
+bad_cases=(
+	"abc|'abc': not a valid pid"
+	"-- -5|'-5': not a valid pid"
+	"0|'0': not a valid pid"
+	"4194305|'4194305': not a valid pid"
+	"99999999999999999999|'99999999999999999999': not a valid pid"
+	"12x|'12x': not a valid pid"
+	"+7|'+7': not a valid pid"
+	"--affinity 0-x VICTIM|--affinity '0-x': not a CPU list such as 0,2-3"
+	"--affinity 3-1 VICTIM|--affinity '3-1': not a CPU list"
+	"--affinity , VICTIM|--affinity ',': not a CPU list"
+	"--affinity 100000 VICTIM|--affinity '100000': not a CPU list"
+	"--affinity 1023 VICTIM|--affinity '1023': names a CPU that is not online"
+	"--nice 20 VICTIM|--nice '20': expected a whole number from -20 to 19"
+	"--nice -21 VICTIM|--nice '-21': expected a whole number from -20 to 19"
+	"--nice 1.5 VICTIM|--nice '1.5': expected a whole number"
+	"--jobs 0 VICTIM|--jobs '0': expected a whole number from 1 to 1024"
+	"--measure rss VICTIM|--measure 'rss': expected smaps, status or none"
+	"--wait=soon VICTIM|--wait 'soon': expected a whole number"
+	"--dry-run VICTIM|--dry-run and --kill contradict each other"
+	"--bogus VICTIM|unrecognized option '--bogus'"
+	"|no PID or --cgroup given"
+)
+
+@test "bad arguments: exit 2, a clear message, nothing killed" {
+	start_victim -m 1
+	local c args want
+	for c in "${bad_cases[@]}"; do
+		args=${c%%|*}
+		want=${c#*|}
+		# shellcheck disable=SC2086 # the case is a word list
+		run -2 --separate-stderr "$MRELEASE" --kill ${args//VICTIM/$VPID}
+		[[ $stderr == "mrelease: "*"$want"* ]] || fail "case '$args': stderr was: $stderr"
+		assert_output ""
+		kill -0 "$VPID" || fail "case $args killed the victim"
+	done
+}
+
+@test "bad pids on standard input: exit 2 before anything is sent" {
+	start_victim -m 1
+	run -2 --separate-stderr "$MRELEASE" --kill - <<<"$VPID 12ab"
+	assert_equal "$stderr" "mrelease: standard input: '12ab': not a valid pid (1..4194304)"
+	run -2 --separate-stderr "$MRELEASE" --kill - <<<"$VPID 123456789012345678901234567890"
+	assert_regex "$stderr" "^mrelease: standard input: '123456789012345\\.\\.\\.': not a valid pid"
+	kill -0 "$VPID"
+}
+
+@test "empty standard input is no target and no error" {
+	run -0 --separate-stderr "$MRELEASE" --kill --json - </dev/null
+	assert_equal "$(jq -r .summary.targets <<<"$output")" 0
+}
+
+@test "--help documents every exit status, --version answers" {
+	run -0 "$MRELEASE" --help
+	assert_line --regexp '^ +0 +every target released or gone'
+	assert_line --regexp '^ +1 +no target released'
+	assert_line --regexp '^ +2 +usage error'
+	assert_line --regexp '^ +3 +fatal error'
+	assert_line --regexp '^ +64 +some targets released, some failed'
+	run -0 "$MRELEASE" --version
+	assert_output --regexp '^mrelease [0-9]+\.[0-9]+\.[0-9]+$'
+	run -0 "$MRELEASE" --usage
+	assert_output --partial 'Usage: mrelease'
+}

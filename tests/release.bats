@@ -1,0 +1,209 @@
+#!/usr/bin/env bats
+# release.bats: releasing processes by pid, end to end, as root.
+# Every process killed here is a victim this file started.
+
+bats_require_minimum_version 1.5.0
+load common
+
+setup() {
+	need_root
+}
+
+# json_get FILTER: apply a jq filter to the JSON mrelease printed.
+json_get() {
+	jq -er "$1" <<<"$output"
+}
+
+@test "--kill frees the memory of a victim that cannot exit by itself" {
+	start_victim -m 32
+	freeze_victim "$VPID"
+	[ "$(rss_kb "$VPID")" -gt 30000 ]
+	run -0 --separate-stderr "$MRELEASE" --kill --json "$VPID"
+	assert_equal "$(json_get '.targets[0].status')" released
+	assert_equal "$(json_get '.summary.released')" 1
+	[ "$(json_get '.targets[0].rss_before_kb')" -gt 30000 ]
+	[ "$(json_get '.targets[0].rss_after_kb')" -lt 1024 ]
+	[ "$(json_get '.targets[0].freed_kb')" -gt 30000 ]
+	# Still frozen, so it has not exited: only process_mrelease can have
+	# taken its memory.
+	grep -q '^State:.*D' "/proc/$VPID/status"
+	[ "$(rss_kb "$VPID")" -lt 1024 ]
+}
+
+@test "a plain SIGKILL leaves a frozen victim's memory in place (the control)" {
+	start_victim -m 32
+	freeze_victim "$VPID"
+	kill -9 "$VPID"
+	sleep 0.5
+	[ "$(rss_kb "$VPID")" -gt 30000 ]
+	# Dying already, so no --kill is needed to release it.
+	run -0 --separate-stderr "$MRELEASE" --json "$VPID"
+	assert_equal "$(json_get '.targets[0].status')" released
+	[ "$(rss_kb "$VPID")" -lt 1024 ]
+}
+
+@test "--kill releases a running victim and it goes away" {
+	start_victim -m 24
+	run -0 --separate-stderr "$MRELEASE" --kill --wait=10 "$VPID"
+	# It may win the race and finish its own exit first: then "exited".
+	assert_line --regexp "^ *$VPID mr-victim .* (released|exited)\$"
+	assert_line --regexp '^ *total 1 target '
+	assert_line --regexp '^MemAvailable change: '
+	! kill -0 "$VPID" 2>/dev/null || grep -q '^State:.*Z' "/proc/$VPID/status"
+}
+
+@test "a victim that is not exiting is left alone without --kill" {
+	start_victim -m 16
+	run -1 --separate-stderr "$MRELEASE" "$VPID"
+	assert_equal "$stderr" "mrelease: pid $VPID: not exiting; use --kill"
+	assert_line --regexp "^ *$VPID mr-victim .* failed\$"
+	kill -0 "$VPID"
+	[ "$(rss_kb "$VPID")" -gt 15000 ]
+}
+
+@test "--dry-run measures and leaves the victim alive" {
+	start_victim -m 16
+	run -0 --separate-stderr "$MRELEASE" --dry-run --json "$VPID"
+	assert_equal "$(json_get '.targets[0].status')" skipped
+	[ "$(json_get '.targets[0].rss_before_kb')" -gt 15000 ]
+	assert_equal "$(json_get '.targets[0].rss_after_kb')" null
+	sleep 0.2
+	kill -0 "$VPID"
+	[ "$(rss_kb "$VPID")" -gt 15000 ]
+}
+
+@test "pids from standard input are all released" {
+	start_victim -m 8
+	local a=$VPID
+	start_victim -m 8
+	local b=$VPID
+	run -0 --separate-stderr "$MRELEASE" --kill --json - <<<"$a
+	 $b"
+	assert_equal "$(json_get '.summary.targets')" 2
+	assert_equal "$(json_get '[.targets[].status] | map(select(. == "released" or . == "exited")) | length')" 2
+	assert_equal "$(json_get '[.targets[].pid] | sort | map(tostring) | join(" ")')" \
+		"$(printf '%s\n' "$a" "$b" | sort -n | xargs)"
+}
+
+@test "the same pid named twice is one target" {
+	start_victim -m 4
+	run -0 --separate-stderr "$MRELEASE" --kill --json "$VPID" "$VPID"
+	assert_equal "$(json_get '.summary.targets')" 1
+}
+
+@test "JSON has every documented key and nothing on stdout but the document" {
+	start_victim -m 8
+	run -0 --separate-stderr "$MRELEASE" --kill --json "$VPID"
+	jq -e . <<<"$output" >/dev/null
+	for k in pid comm status error rss_before_kb rss_after_kb pss_before_kb anon_before_kb \
+		swap_before_kb freed_kb release_us cgroup; do
+		json_get ".targets[0] | has(\"$k\")" >/dev/null || fail "targets[0] lacks $k"
+	done
+	for k in targets released exited failed rss_before_kb rss_after_kb freed_kb \
+		mem_available_delta_kb elapsed_us; do
+		json_get ".summary | has(\"$k\")" >/dev/null || fail "summary lacks $k"
+	done
+	assert_equal "$(json_get '.targets[0].comm')" mr-victim
+	assert_equal "$(json_get '.targets[0].error')" null
+	json_get '.targets[0].release_us >= 0 and .summary.elapsed_us >= 0' >/dev/null
+	json_get '.summary.freed_kb == .summary.rss_before_kb - .summary.rss_after_kb' >/dev/null
+}
+
+@test "--measure=status reads the counters, --measure=none reads nothing" {
+	start_victim -m 16
+	run -0 --separate-stderr "$MRELEASE" --dry-run --measure=status --json "$VPID"
+	[ "$(json_get '.targets[0].rss_before_kb')" -gt 15000 ]
+	assert_equal "$(json_get '.targets[0].pss_before_kb')" null
+	run -0 --separate-stderr "$MRELEASE" --kill --measure=none --json "$VPID"
+	assert_regex "$(json_get '.targets[0].status')" '^(released|exited)$'
+	assert_equal "$(json_get '.targets[0].rss_before_kb')" null
+	assert_equal "$(json_get '.summary.freed_kb')" null
+}
+
+@test "--nice, --affinity and --jobs apply to the release" {
+	start_victim -m 8
+	local a=$VPID
+	start_victim -m 8
+	freeze_victim "$a" "$VPID"
+	run -0 --separate-stderr "$MRELEASE" --kill --nice 5 --affinity 0 --jobs 2 --verbose \
+		--json "$a" "$VPID"
+	assert_equal "$(json_get '.summary.released')" 2
+	[ "$(rss_kb "$a")" -lt 1024 ]
+	[ "$(rss_kb "$VPID")" -lt 1024 ]
+	assert_equal "$stderr" "mrelease: releasing 2 targets on 2 threads"
+}
+
+@test "a thread id is refused and its process lives" {
+	start_victim -m 4 -t
+	local tid
+	tid=$(cut -d' ' -f2 "$BATS_TEST_TMPDIR"/ready.*)
+	[ "$tid" != "$VPID" ]
+	run -1 --separate-stderr "$MRELEASE" --kill "$tid"
+	assert_equal "$stderr" "mrelease: pid $tid: a thread of process $VPID, not a process"
+	kill -0 "$VPID"
+}
+
+@test "mrelease refuses its own pid" {
+	run -1 --separate-stderr bash -c 'exec "$0" --kill "$$"' "$MRELEASE"
+	assert_regex "$stderr" '^mrelease: pid [0-9]+: refusing to release mrelease itself$'
+}
+
+@test "a kernel thread is refused (dry run: nothing could be sent anyway)" {
+	local kt
+	kt=$(awk '/^Name:/ { print $2 }' /proc/2/status)
+	[ "$kt" = kthreadd ] || skip "pid 2 is not kthreadd here"
+	run -1 --separate-stderr "$MRELEASE" --dry-run 2
+	assert_equal "$stderr" "mrelease: pid 2: kernel thread; it has no memory of its own to release"
+}
+
+# The cases below name pids this file did not create (pid 1, pids that are
+# gone and may be reused), so they run in a pid namespace of their own.
+in_pidns() {
+	unshare --pid --fork --mount-proc env PATH="$PATH" bash -c "$1" bash \
+		"$MRELEASE" "$MR_VICTIM" "$BATS_TEST_TMPDIR"
+}
+
+@test "pid 1 is refused and lives on" {
+	run -1 --separate-stderr in_pidns '
+		"$1" --kill 1
+		rc=$?
+		kill -0 1 && echo "pid 1 alive"
+		exit $rc'
+	assert_equal "$stderr" "mrelease: pid 1: refusing to release the init process"
+	assert_line "pid 1 alive"
+}
+
+@test "an already reaped target is an error, exit 1" {
+	run -1 --separate-stderr in_pidns '
+		"$2" -m 1 -r "$3/r" & p=$!
+		while [ ! -s "$3/r" ]; do sleep 0.05; done
+		kill -9 $p; wait $p 2>/dev/null
+		exec "$1" --kill "$p"'
+	assert_regex "$stderr" '^mrelease: pid [0-9]+: no such process$'
+}
+
+@test "exit 64 when some targets are released and some fail" {
+	run -64 --separate-stderr in_pidns '
+		"$2" -m 1 -r "$3/r" & p=$!
+		while [ ! -s "$3/r" ]; do sleep 0.05; done
+		exec "$1" --kill "$p" 4000'
+	assert_equal "$stderr" "mrelease: pid 4000: no such process"
+	assert_line --regexp ' (released|exited)$'
+}
+
+@test "exit 3 when the nice value cannot be set, and nothing is sent" {
+	command -v setpriv >/dev/null || skip "needs setpriv"
+	# nobody must be able to write the ready file.
+	NOBODY_DIR=$(mktemp -d /tmp/mrelease-nobody.XXXXXX)
+	chmod 777 "$NOBODY_DIR"
+	local ready=$NOBODY_DIR/ready
+	setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$MR_VICTIM" -m 4 -r "$ready" </dev/null >/dev/null 3>&- &
+	VPID=$!
+	VICTIMS+=("$VPID")
+	for ((i = 0; i < 200; i++)); do [ -s "$ready" ] && break; sleep 0.05; done
+	run -3 --separate-stderr setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$MRELEASE" --kill --nice -10 "$VPID"
+	assert_regex "$stderr" "cannot set the releasing threads' nice value or CPUs; nothing was sent"
+	kill -0 "$VPID"
+}
