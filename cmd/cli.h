@@ -15,6 +15,7 @@ enum mr_exit {
 struct mr_run {
 	struct mr_target *targets;
 	size_t ntargets;
+	struct mr_cgmounts mounts;
 	struct mr_cgroup *cgroups;
 	size_t ncgroups;
 	enum mr_measure_mode measure;

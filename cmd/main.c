@@ -23,6 +23,20 @@ struct options {
 
 enum { OPT_NO_RECURSIVE = 0x100 };
 
+/* A killed cgroup is scanned again for processes forked before their parent
+ * died, this many times at most. */
+#define MAX_ROUNDS 100
+#define FREEZE_TIMEOUT_MS 1000
+
+/* One release run: what act() and its helpers share. */
+struct act {
+	const struct options *o;
+	struct mr_run *run;
+	struct mr_release_opts ro;
+	struct mr_release_stats stats;
+	bool *frozen; /* per cgroup: we froze it and must thaw it */
+};
+
 static const struct argp_option argp_options[] = {
 	{ "kill", 'k', NULL, 0, "Send SIGKILL through each pidfd, then release", 1 },
 	{ "cgroup", 'c', "PATH", 0,
@@ -167,39 +181,171 @@ static void read_stdin_pids(struct options *o)
 	r = mr_pidlist_read(&o->pids, stdin, bad, sizeof(bad));
 	if (r == -EINVAL || r == -ERANGE)
 		errx(MR_EXIT_USAGE, "standard input: '%s': not a valid pid (1..%d)", bad, MR_PID_MAX);
-	if (r)
-		errno = -r, err(MR_EXIT_FATAL, "standard input");
+	if (r) {
+		errno = -r;
+		err(MR_EXIT_FATAL, "standard input");
+	}
 }
 
+/* A pid picked for release, and the cgroup it was found in (or -1). */
+struct pick {
+	pid_t pid;
+	int cgroup;
+};
+
+/* By pid; a pid found in a cgroup sorts before the same pid named alone,
+ * so that it is counted in its cgroup. */
 static int by_pid(const void *a, const void *b)
+{
+	const struct pick *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return (x->pid > y->pid) - (x->pid < y->pid);
+	return (x->cgroup < y->cgroup) - (x->cgroup > y->cgroup);
+}
+
+static void resolve_cgroups(const struct options *o, struct mr_run *run)
+{
+	int r;
+
+	if (!o->ncgroups)
+		return;
+	if ((r = mr_cgmounts_read(&run->mounts, "/proc/self/mountinfo"))) {
+		errno = -r;
+		err(MR_EXIT_FATAL, "/proc/self/mountinfo");
+	}
+	run->cgroups = calloc(o->ncgroups, sizeof(*run->cgroups));
+	if (!run->cgroups)
+		err(MR_EXIT_FATAL, "cgroup list");
+	for (size_t i = 0; i < o->ncgroups; i++) {
+		r = mr_cgroup_resolve(&run->mounts, o->cgroups[i], &run->cgroups[i]);
+		if (r == -EXDEV)
+			errx(MR_EXIT_USAGE, "cgroup '%s': not inside a cgroup file system",
+			     o->cgroups[i]);
+		if (r == -EINVAL)
+			errx(MR_EXIT_USAGE, "cgroup '%s': not a cgroup directory (\"..\" is not "
+			     "accepted)", o->cgroups[i]);
+		if (r == -ENOENT && !mr_cgmounts_v2(&run->mounts) && o->cgroups[i][0] != '/')
+			errx(MR_EXIT_USAGE, "cgroup '%s': no cgroup2 mount to take it under",
+			     o->cgroups[i]);
+		if (r) {
+			errno = -r;
+			err(MR_EXIT_USAGE, "cgroup '%s'", o->cgroups[i]);
+		}
+		run->ncgroups++;
+	}
+}
+
+static bool known_pid(const pid_t *known, size_t n, pid_t pid)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (known[mid] == pid)
+			return true;
+		if (known[mid] < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+static int cmp_pid(const void *a, const void *b)
 {
 	pid_t x = *(const pid_t *)a, y = *(const pid_t *)b;
 
 	return (x > y) - (x < y);
 }
 
-/* Open every named pid once, in pid order. */
-static void select_targets(struct options *o, struct mr_procinfo *pi, struct mr_run *run)
+/* Add the picks that are not targets yet, open them, and return how many
+ * were new. */
+static size_t add_targets(struct mr_procinfo *pi, struct mr_run *run, struct pick *picks,
+			  size_t n)
 {
-	size_t n = 0;
+	struct mr_target *t;
+	pid_t *known;
+	size_t added = 0;
 
-	qsort(o->pids.pids, o->pids.len, sizeof(pid_t), by_pid);
-	run->targets = calloc(o->pids.len ? o->pids.len : 1, sizeof(*run->targets));
-	if (!run->targets)
+	known = calloc(run->ntargets ? run->ntargets : 1, sizeof(*known));
+	t = reallocarray(run->targets, run->ntargets + n ? run->ntargets + n : 1, sizeof(*t));
+	if (!known || !t)
 		err(MR_EXIT_FATAL, "target list");
-	for (size_t i = 0; i < o->pids.len; i++) {
-		if (i && o->pids.pids[i] == o->pids.pids[i - 1])
+	run->targets = t;
+	for (size_t i = 0; i < run->ntargets; i++)
+		known[i] = run->targets[i].pid;
+	qsort(known, run->ntargets, sizeof(*known), cmp_pid);
+	qsort(picks, n, sizeof(*picks), by_pid);
+	for (size_t i = 0; i < n; i++) {
+		if ((i && picks[i].pid == picks[i - 1].pid) ||
+		    known_pid(known, run->ntargets - added, picks[i].pid))
 			continue;
-		mr_target_init(&run->targets[n], o->pids.pids[i], -1);
-		mr_target_open(pi, &run->targets[n]);
-		n++;
+		t = &run->targets[run->ntargets++];
+		mr_target_init(t, picks[i].pid, picks[i].cgroup);
+		mr_target_open(pi, t);
+		added++;
 	}
-	run->ntargets = n;
+	free(known);
+	return added;
 }
 
-static void measure_before(struct mr_procinfo *pi, struct mr_run *run)
+/* The members of every cgroup, as picks appended to *picks. */
+static void cgroup_picks(const struct options *o, struct mr_run *run, struct pick **picks,
+			 size_t *n)
 {
-	for (size_t i = 0; i < run->ntargets; i++) {
+	for (size_t c = 0; c < run->ncgroups; c++) {
+		struct mr_pidlist members = { 0 };
+		struct pick *p;
+		int r;
+
+		r = mr_cgroup_members(&run->cgroups[c], o->recursive, &members);
+		if (r) {
+			errno = -r;
+			err(MR_EXIT_FATAL, "cgroup %s", run->cgroups[c].path);
+		}
+		p = reallocarray(*picks, *n + members.len + 1, sizeof(*p));
+		if (!p)
+			err(MR_EXIT_FATAL, "target list");
+		*picks = p;
+		for (size_t i = 0; i < members.len; i++)
+			p[(*n)++] = (struct pick){ members.pids[i], (int)c };
+		mr_pidlist_free(&members);
+	}
+}
+
+/* Open every named pid and every member of every cgroup once. */
+static void select_targets(const struct options *o, struct mr_procinfo *pi, struct mr_run *run)
+{
+	struct pick *picks = calloc(o->pids.len + 1, sizeof(*picks));
+	size_t n = 0;
+
+	if (!picks)
+		err(MR_EXIT_FATAL, "target list");
+	for (size_t i = 0; i < o->pids.len; i++)
+		picks[n++] = (struct pick){ o->pids.pids[i], -1 };
+	cgroup_picks(o, run, &picks, &n);
+	add_targets(pi, run, picks, n);
+	free(picks);
+}
+
+/* Members that came after the first snapshot (forked before their parent
+ * was killed); the number of new targets. */
+static size_t rescan(const struct options *o, struct mr_procinfo *pi, struct mr_run *run)
+{
+	struct pick *picks = NULL;
+	size_t n = 0, added;
+
+	cgroup_picks(o, run, &picks, &n);
+	added = add_targets(pi, run, picks, n);
+	free(picks);
+	return added;
+}
+
+static void measure_before(struct mr_procinfo *pi, struct mr_run *run, size_t from)
+{
+	for (size_t i = from; i < run->ntargets; i++) {
 		struct mr_target *t = &run->targets[i];
 		int r;
 
@@ -213,15 +359,103 @@ static void measure_before(struct mr_procinfo *pi, struct mr_run *run)
 	}
 }
 
-static void act(const struct options *o, struct mr_run *run)
+/* Freeze each whole v2 cgroup so that nothing in it can fork, then kill it
+ * with cgroup.kill: fatal signals pass through a v2 freeze, so freezing
+ * first costs nothing. Runs once the releasing threads are ready. */
+static void kill_cgroups(void *arg)
 {
-	struct mr_release_opts ro = {
-		.kill = o->kill,
-		.jobs = o->jobs,
-		.wait_ms = o->wait_ms,
-		.sched = o->sched,
-	};
+	struct act *a = arg;
+
+	for (size_t i = 0; i < a->run->ncgroups; i++) {
+		struct mr_cgroup *cg = &a->run->cgroups[i];
+		int r;
+
+		if (!cg->v2 || !a->o->recursive)
+			continue;
+		r = mr_cgroup_freeze(cg, true, FREEZE_TIMEOUT_MS);
+		if (r == 0 || r == -ETIMEDOUT)
+			a->frozen[i] = true;
+		if (r && a->o->verbose)
+			warnx("cgroup %s: %s; killing without freezing first", cg->path,
+			      r == -ETIMEDOUT ? "not frozen in time" :
+			      r == -ENOENT ? "no cgroup.freeze" : strerror(-r));
+		r = mr_cgroup_kill(cg);
+		if (r && a->o->verbose)
+			warnx("cgroup %s: %s; killing each process through its pidfd", cg->path,
+			      r == -ENOENT ? "no cgroup.kill" : strerror(-r));
+	}
+}
+
+static void thaw_cgroups(struct act *a)
+{
+	for (size_t i = 0; i < a->run->ncgroups; i++) {
+		int r;
+
+		if (!a->frozen[i])
+			continue;
+		r = mr_cgroup_freeze(&a->run->cgroups[i], false, 0);
+		if (r) {
+			errno = -r;
+			warn("cgroup %s: cannot thaw", a->run->cgroups[i].path);
+		}
+		a->frozen[i] = false;
+	}
+}
+
+/* Release targets[from..]: kill them first with --kill. */
+static void release_round(struct act *a, size_t from, bool first)
+{
+	struct mr_run *run = a->run;
+	size_t n = run->ntargets - from;
 	struct mr_target **ptrs;
+	int r;
+
+	ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+	if (!ptrs)
+		err(MR_EXIT_FATAL, "target list");
+	for (size_t i = 0; i < n; i++)
+		ptrs[i] = &run->targets[from + i];
+	a->ro.kill_first = first && a->o->kill && run->ncgroups ? kill_cgroups : NULL;
+	r = mr_release_all(ptrs, n, &a->ro, &a->stats);
+	free(ptrs);
+	run->stats.nosys |= a->stats.nosys;
+	run->stats.retries += a->stats.retries;
+	if (r && a->stats.sched_error) {
+		errno = -r;
+		err(MR_EXIT_FATAL, "cannot set the releasing threads' nice value or CPUs; "
+		    "nothing was sent");
+	}
+	if (r) {
+		thaw_cgroups(a);
+		errno = -r;
+		err(MR_EXIT_FATAL, "cannot start the releasing threads");
+	}
+}
+
+static unsigned int default_jobs(const struct options *o)
+{
+	cpu_set_t cpus;
+
+	if (o->sched.set_affinity)
+		return (unsigned int)CPU_COUNT(&o->sched.cpus);
+	if (sched_getaffinity(0, sizeof(cpus), &cpus))
+		return 1;
+	return (unsigned int)CPU_COUNT(&cpus);
+}
+
+static void act(const struct options *o, struct mr_procinfo *pi, struct mr_run *run)
+{
+	struct act a = {
+		.o = o,
+		.run = run,
+		.ro = {
+			.kill = o->kill,
+			.jobs = o->jobs ? o->jobs : default_jobs(o),
+			.wait_ms = o->wait_ms,
+			.sched = o->sched,
+		},
+	};
+	size_t from = 0;
 	int64_t start;
 	int r;
 
@@ -231,39 +465,49 @@ static void act(const struct options *o, struct mr_run *run)
 				run->targets[i].status = MR_SKIPPED;
 		return;
 	}
-	if (!ro.jobs) {
-		cpu_set_t cpus;
-
-		if (!o->sched.set_affinity && sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
-			ro.jobs = (unsigned int)CPU_COUNT(&cpus);
-		else
-			ro.jobs = (unsigned int)CPU_COUNT(&o->sched.cpus);
-	}
-	ptrs = calloc(run->ntargets ? run->ntargets : 1, sizeof(*ptrs));
-	if (!ptrs)
-		err(MR_EXIT_FATAL, "target list");
-	for (size_t i = 0; i < run->ntargets; i++)
-		ptrs[i] = &run->targets[i];
+	a.ro.kill_first_arg = &a;
+	a.frozen = calloc(run->ncgroups + 1, sizeof(*a.frozen));
+	if (!a.frozen)
+		err(MR_EXIT_FATAL, "cgroup list");
 	if (o->verbose)
 		warnx("releasing %zu target%s on %u thread%s", run->ntargets,
-		      run->ntargets == 1 ? "" : "s", ro.jobs, ro.jobs == 1 ? "" : "s");
+		      run->ntargets == 1 ? "" : "s", a.ro.jobs, a.ro.jobs == 1 ? "" : "s");
 
 	start = mr_now_us();
-	r = mr_release_all(ptrs, run->ntargets, &ro, &run->stats);
-	if (r && run->stats.sched_error)
-		errno = -r, err(MR_EXIT_FATAL, "cannot set the releasing threads' nice value or CPUs; "
-			"nothing was sent");
-	if (r)
-		errno = -r, err(MR_EXIT_FATAL, "cannot start the releasing threads; nothing was sent");
+	for (unsigned int round = 0;; round++) {
+		release_round(&a, from, round == 0);
+		from = run->ntargets;
+		if (!o->kill || !run->ncgroups || round == MAX_ROUNDS)
+			break;
+		if (!rescan(o, pi, run))
+			break;
+		if (o->verbose)
+			warnx("%zu more process%s joined the cgroups during the kill",
+			      run->ntargets - from, run->ntargets - from == 1 ? "" : "es");
+		measure_before(pi, run, from);
+	}
+	thaw_cgroups(&a);
+	free(a.frozen);
 	if (run->stats.nosys)
 		warnx("process_mrelease is not available (Linux before 5.15, or a seccomp "
 		      "filter); waited for the targets to exit instead");
 	if (o->verbose && run->stats.retries)
 		warnx("process_mrelease was retried %u times", run->stats.retries);
-	if (o->wait && (r = mr_wait_exit(ptrs, run->ntargets, o->wait_ms)))
-		errno = -r, err(MR_EXIT_FATAL, "waiting for the targets to exit");
+	if (o->wait) {
+		struct mr_target **ptrs = calloc(run->ntargets + 1, sizeof(*ptrs));
+
+		if (!ptrs)
+			err(MR_EXIT_FATAL, "target list");
+		for (size_t i = 0; i < run->ntargets; i++)
+			ptrs[i] = &run->targets[i];
+		r = mr_wait_exit(ptrs, run->ntargets, o->wait_ms);
+		free(ptrs);
+		if (r) {
+			errno = -r;
+			err(MR_EXIT_FATAL, "waiting for the targets to exit");
+		}
+	}
 	run->elapsed_us = mr_now_us() - start;
-	free(ptrs);
 }
 
 static void measure_after(struct mr_procinfo *pi, struct mr_run *run)
@@ -274,6 +518,27 @@ static void measure_after(struct mr_procinfo *pi, struct mr_run *run)
 		if (t->status == MR_RELEASED || t->status == MR_EXITED ||
 		    (t->status == MR_FAILED && t->pidfd >= 0 && t->before.rss_kb != MR_UNKNOWN))
 			mr_measure(pi, t, &t->after);
+	}
+}
+
+static void measure_cgroups(struct mr_run *run, bool after)
+{
+	for (size_t i = 0; i < run->ncgroups; i++) {
+		struct mr_cgroup *cg = &run->cgroups[i];
+
+		mr_cgroup_memory_kb(cg, after ? &cg->memory_after_kb : &cg->memory_before_kb);
+		if (!after)
+			continue;
+		cg->members = cg->released = cg->failed = 0;
+		for (size_t k = 0; k < run->ntargets; k++) {
+			const struct mr_target *t = &run->targets[k];
+
+			if (t->cgroup != (int)i)
+				continue;
+			cg->members++;
+			cg->released += t->status == MR_RELEASED;
+			cg->failed += t->status == MR_FAILED;
+		}
 	}
 }
 
@@ -327,16 +592,21 @@ int main(int argc, char **argv)
 	argv[0] = program_invocation_short_name;
 	argp_parse(&argp, argc, argv, 0, NULL, &o);
 	read_stdin_pids(&o);
-	if ((r = mr_procinfo_new(&pi, o.measure)))
-		errno = -r, err(MR_EXIT_FATAL, "libproc2");
+	resolve_cgroups(&o, &run);
+	if ((r = mr_procinfo_new(&pi, o.measure))) {
+		errno = -r;
+		err(MR_EXIT_FATAL, "libproc2");
+	}
 	run.measure = o.measure;
 	run.dry_run = o.dry_run;
 
 	select_targets(&o, pi, &run);
-	measure_before(pi, &run);
+	measure_before(pi, &run, 0);
+	measure_cgroups(&run, false);
 	mr_mem_available_kb(&run.mem_available_before_kb);
-	act(&o, &run);
+	act(&o, pi, &run);
 	measure_after(pi, &run);
+	measure_cgroups(&run, true);
 	if (!o.dry_run)
 		mr_mem_available_kb(&run.mem_available_after_kb);
 	report(&o, &run);

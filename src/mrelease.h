@@ -81,6 +81,17 @@ struct mr_cgroup {
 	int64_t memory_before_kb, memory_after_kb;
 };
 
+struct mr_cgmount {
+	char *path;
+	bool v2;
+	char *options; /* super options: the v1 controllers */
+};
+
+struct mr_cgmounts {
+	struct mr_cgmount *m;
+	size_t n;
+};
+
 /* How the releasing threads run. */
 struct mr_sched {
 	bool set_nice;
@@ -94,6 +105,10 @@ struct mr_release_opts {
 	unsigned int jobs;
 	unsigned int wait_ms; /* fallback wait when process_mrelease is missing */
 	struct mr_sched sched;
+	/* With kill: called once the threads are ready, before the first
+	 * SIGKILL, to kill by other means first (cgroup.kill). */
+	void (*kill_first)(void *arg);
+	void *kill_first_arg;
 };
 
 /* What a release run noticed beyond each target's own result. */
@@ -139,6 +154,17 @@ int mr_release_all(struct mr_target **targets, size_t n, const struct mr_release
 		   struct mr_release_stats *stats);
 int mr_wait_exit(struct mr_target **targets, size_t n, unsigned int timeout_ms);
 int64_t mr_now_us(void);
+
+/* cgroup.c */
+int mr_cgmounts_read(struct mr_cgmounts *ms, const char *mountinfo);
+void mr_cgmounts_free(struct mr_cgmounts *ms);
+const struct mr_cgmount *mr_cgmounts_v2(const struct mr_cgmounts *ms);
+int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_cgroup *cg);
+void mr_cgroup_free(struct mr_cgroup *cg);
+int mr_cgroup_members(const struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out);
+int mr_cgroup_freeze(const struct mr_cgroup *cg, bool frozen, unsigned int timeout_ms);
+int mr_cgroup_kill(const struct mr_cgroup *cg);
+int mr_cgroup_memory_kb(const struct mr_cgroup *cg, int64_t *kb);
 
 /* sched.c */
 int mr_sched_apply(const struct mr_sched *s);

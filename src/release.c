@@ -182,6 +182,8 @@ int mr_release_all(struct mr_target **targets, size_t n, const struct mr_release
 		/* Every kill goes out before the first release, so all
 		 * targets start dying at once; the ones a kill found gone
 		 * or could not signal are done. */
+		if (o->kill_first)
+			o->kill_first(o->kill_first_arg);
 		for (size_t i = 0; i < p.n; i++)
 			mr_target_kill(p.order[i]);
 		for (size_t i = 0; i < p.n; i++)

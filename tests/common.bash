@@ -65,12 +65,11 @@ cgroup_v1_mount() {
 
 TEST_CGROUPS=()
 
-# make_cgroup PARENT: a fresh cgroup under PARENT, removed by clean_cgroups.
+# make_cgroup PARENT: a fresh cgroup under PARENT, left in $CG and removed
+# by clean_cgroups. Not to be called in $(...): the list must survive.
 make_cgroup() {
-	local cg
-	cg=$(mktemp -d "$1/mrelease-test.XXXXXX") || return 1
-	TEST_CGROUPS+=("$cg")
-	echo "$cg"
+	CG=$(mktemp -d "$1/mrelease-test.XXXXXX") || return 1
+	TEST_CGROUPS+=("$CG")
 }
 
 # freeze_victim PID...: hold the PIDs in a frozen v1 freezer cgroup, so that
@@ -80,7 +79,8 @@ freeze_victim() {
 	local m i p
 	m=$(cgroup_v1_mount freezer)
 	[ -n "$m" ] || skip "needs the cgroup v1 freezer"
-	FREEZER=$(make_cgroup "$m")
+	make_cgroup "$m"
+	FREEZER=$CG
 	for p in "$@"; do
 		echo "$p" >"$FREEZER/cgroup.procs"
 	done

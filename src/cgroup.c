@@ -1,0 +1,398 @@
+/* cgroup.c: cgroup mounts, members, freezing, cgroup.kill and memory.
+ *
+ * The cgroup2 mount is found in mountinfo, never assumed: on hybrid systems
+ * it sits beside the v1 controllers (for instance at /sys/fs/cgroup/unified).
+ */
+#define _GNU_SOURCE
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mrelease.h"
+
+/* mountinfo escapes blanks and backslashes in paths as \ooo. */
+static void unescape(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
+static int add_mount(struct mr_cgmounts *ms, const char *path, bool v2, const char *opts)
+{
+	struct mr_cgmount *m = reallocarray(ms->m, ms->n + 1, sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	ms->m = m;
+	m = &ms->m[ms->n];
+	m->path = strdup(path);
+	m->options = strdup(opts);
+	m->v2 = v2;
+	if (!m->path || !m->options) {
+		free(m->path);
+		free(m->options);
+		return -ENOMEM;
+	}
+	ms->n++;
+	return 0;
+}
+
+/* Parse one mountinfo line: "id parent dev root mountpoint opts [tags] - type
+ * source superopts". Only cgroup and cgroup2 mounts are kept. */
+static int parse_mount_line(struct mr_cgmounts *ms, char *line)
+{
+	char *field[64], *save = NULL, *tok;
+	int n = 0, sep = -1;
+
+	for (tok = strtok_r(line, " \n", &save); tok && n < 64; tok = strtok_r(NULL, " \n", &save)) {
+		if (sep < 0 && n >= 6 && strcmp(tok, "-") == 0)
+			sep = n;
+		field[n++] = tok;
+	}
+	if (sep < 0 || sep + 3 >= n)
+		return 0;
+	if (strcmp(field[sep + 1], "cgroup2") && strcmp(field[sep + 1], "cgroup"))
+		return 0;
+	unescape(field[4]);
+	return add_mount(ms, field[4], strcmp(field[sep + 1], "cgroup2") == 0, field[sep + 3]);
+}
+
+int mr_cgmounts_read(struct mr_cgmounts *ms, const char *mountinfo)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *f;
+	int r = 0;
+
+	*ms = (struct mr_cgmounts){ 0 };
+	f = fopen(mountinfo, "re");
+	if (!f)
+		return -errno;
+	while (!r && getline(&line, &cap, f) > 0)
+		r = parse_mount_line(ms, line);
+	if (!r && ferror(f))
+		r = -EIO;
+	free(line);
+	fclose(f);
+	if (r)
+		mr_cgmounts_free(ms);
+	return r;
+}
+
+void mr_cgmounts_free(struct mr_cgmounts *ms)
+{
+	for (size_t i = 0; i < ms->n; i++) {
+		free(ms->m[i].path);
+		free(ms->m[i].options);
+	}
+	free(ms->m);
+	*ms = (struct mr_cgmounts){ 0 };
+}
+
+const struct mr_cgmount *mr_cgmounts_v2(const struct mr_cgmounts *ms)
+{
+	for (size_t i = 0; i < ms->n; i++)
+		if (ms->m[i].v2)
+			return &ms->m[i];
+	return NULL;
+}
+
+static bool has_controller(const struct mr_cgmount *m, const char *name)
+{
+	size_t len = strlen(name);
+
+	for (const char *p = m->options; (p = strstr(p, name)); p += len)
+		if ((p == m->options || p[-1] == ',') && (p[len] == ',' || p[len] == '\0'))
+			return true;
+	return false;
+}
+
+/* The mount that holds path: the longest mount point that is a prefix of it
+ * at a component boundary. */
+static const struct mr_cgmount *mount_of(const struct mr_cgmounts *ms, const char *path)
+{
+	const struct mr_cgmount *best = NULL;
+
+	for (size_t i = 0; i < ms->n; i++) {
+		size_t len = strlen(ms->m[i].path);
+
+		if (strncmp(path, ms->m[i].path, len) == 0 &&
+		    (path[len] == '/' || path[len] == '\0' || len == 1) &&
+		    (!best || len > strlen(best->path)))
+			best = &ms->m[i];
+	}
+	return best;
+}
+
+static bool has_dotdot(const char *path)
+{
+	for (const char *p = path; (p = strstr(p, "..")); p += 2)
+		if ((p == path || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
+			return true;
+	return false;
+}
+
+static bool is_file(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+
+	return snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path) &&
+	       access(path, R_OK) == 0;
+}
+
+/* Where this cgroup's memory is accounted: its own memory.current on v2 or
+ * memory.usage_in_bytes in the v1 memory hierarchy, else the same relative
+ * path in the v1 memory hierarchy, as on hybrid systems. */
+static char *memory_file(const struct mr_cgmounts *ms, const struct mr_cgmount *m,
+			 const char *path)
+{
+	const char *rel = path + strlen(m->path);
+	char dir[PATH_MAX], *file = NULL;
+
+	if (m->v2 && is_file(path, "memory.current"))
+		return asprintf(&file, "%s/memory.current", path) < 0 ? NULL : file;
+	for (size_t i = 0; i < ms->n; i++) {
+		if (ms->m[i].v2 || !has_controller(&ms->m[i], "memory"))
+			continue;
+		if (snprintf(dir, sizeof(dir), "%s%s", ms->m[i].path, rel) >= (int)sizeof(dir) ||
+		    !is_file(dir, "memory.usage_in_bytes"))
+			return NULL;
+		return asprintf(&file, "%s/memory.usage_in_bytes", dir) < 0 ? NULL : file;
+	}
+	return NULL;
+}
+
+/* Resolve what the user named. An absolute path that exists is taken as it
+ * is; a relative one, or one that does not exist (such as /batch.slice), is
+ * taken under the cgroup2 mount. The
+ * result must be a cgroup directory inside a cgroup mount, after symlinks
+ * are followed; ".." is refused outright.
+ * -ENOENT: no such cgroup; -ENOTDIR: not a directory; -EXDEV: outside the
+ * cgroup mounts; -EINVAL: "..", or a directory that is not a cgroup. */
+int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_cgroup *cg)
+{
+	const struct mr_cgmount *m = NULL, *v2 = mr_cgmounts_v2(ms);
+	char joined[PATH_MAX], real[PATH_MAX];
+	struct stat st;
+
+	*cg = (struct mr_cgroup){ .memory_before_kb = MR_UNKNOWN, .memory_after_kb = MR_UNKNOWN };
+	if (!*arg || has_dotdot(arg))
+		return -EINVAL;
+	if (arg[0] == '/' && stat(arg, &st) == 0) {
+		if (!S_ISDIR(st.st_mode))
+			return -ENOTDIR;
+		snprintf(joined, sizeof(joined), "%s", arg);
+	} else {
+		if (!v2)
+			return -ENOENT;
+		while (*arg == '/')
+			arg++;
+		if (snprintf(joined, sizeof(joined), "%s/%s", v2->path, arg) >= (int)sizeof(joined))
+			return -ENAMETOOLONG;
+	}
+	if (!realpath(joined, real))
+		return -errno;
+	if (stat(real, &st))
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	m = mount_of(ms, real);
+	if (!m)
+		return -EXDEV;
+	if (!is_file(real, "cgroup.procs"))
+		return -EINVAL;
+	cg->path = strdup(real);
+	if (!cg->path)
+		return -ENOMEM;
+	cg->v2 = m->v2;
+	cg->memory_file = memory_file(ms, m, real);
+	return 0;
+}
+
+void mr_cgroup_free(struct mr_cgroup *cg)
+{
+	free(cg->path);
+	free(cg->memory_file);
+	cg->path = cg->memory_file = NULL;
+}
+
+static int read_procs(int dirfd, struct mr_pidlist *out)
+{
+	char line[32];
+	pid_t pid;
+	FILE *f;
+	int fd, r = 0;
+
+	fd = openat(dirfd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "re");
+	if (!f) {
+		close(fd);
+		return -errno;
+	}
+	while (!r && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		r = mr_parse_pid(line, &pid);
+		if (!r)
+			r = mr_pidlist_add(out, pid);
+	}
+	if (!r && ferror(f))
+		r = -EIO;
+	fclose(f);
+	return r;
+}
+
+/* A cgroup that vanishes while we walk it has no members. */
+static int walk(int dirfd, bool recursive, struct mr_pidlist *out)
+{
+	struct dirent *d;
+	DIR *dir;
+	int r;
+
+	r = read_procs(dirfd, out);
+	if (r == -ENOENT || r == -ENODEV)
+		return 0;
+	if (r || !recursive)
+		return r;
+	dir = fdopendir(dup(dirfd));
+	if (!dir)
+		return -errno;
+	while (!r && (d = readdir(dir))) {
+		int sub;
+
+		if (d->d_type != DT_DIR || d->d_name[0] == '.')
+			continue;
+		sub = openat(dirfd, d->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (sub < 0) {
+			if (errno != ENOENT)
+				r = -errno;
+			continue;
+		}
+		r = walk(sub, true, out);
+		close(sub);
+	}
+	closedir(dir);
+	return r;
+}
+
+int mr_cgroup_members(const struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out)
+{
+	int fd, r;
+
+	fd = open(cg->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	r = walk(fd, recursive, out);
+	close(fd);
+	return r;
+}
+
+static int write_file(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX];
+	ssize_t len = (ssize_t)strlen(text);
+	int fd, r = 0;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, (size_t)len) != len)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+static int read_file(const char *path, char *buf, size_t len)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, len - 1);
+	close(fd);
+	if (n < 0)
+		return -errno;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* Freeze (or thaw) a v2 cgroup and its descendants, and wait until the
+ * kernel says "frozen 1" in cgroup.events. -ENOENT: this kernel or this
+ * cgroup (the root) has no cgroup.freeze; -ETIMEDOUT: not frozen in time. */
+int mr_cgroup_freeze(const struct mr_cgroup *cg, bool frozen, unsigned int timeout_ms)
+{
+	char events[PATH_MAX], buf[512];
+	int64_t deadline = mr_now_us() + (int64_t)timeout_ms * 1000;
+	struct timespec tick = { 0, 200000 };
+	int r;
+
+	if (!cg->v2)
+		return -ENOENT;
+	r = write_file(cg->path, "cgroup.freeze", frozen ? "1" : "0");
+	if (r || !frozen)
+		return r;
+	snprintf(events, sizeof(events), "%s/cgroup.events", cg->path);
+	for (;;) {
+		char *p;
+
+		if ((r = read_file(events, buf, sizeof(buf))))
+			return r;
+		p = strstr(buf, "frozen ");
+		if (p && (p == buf || p[-1] == '\n') && p[7] == '1')
+			return 0;
+		if (mr_now_us() >= deadline)
+			return -ETIMEDOUT;
+		nanosleep(&tick, NULL);
+	}
+}
+
+/* SIGKILL every process in a v2 cgroup and its descendants at once; the
+ * kernel also kills what forks while this runs. -ENOENT: no cgroup.kill
+ * (before Linux 5.14, or the root cgroup). */
+int mr_cgroup_kill(const struct mr_cgroup *cg)
+{
+	if (!cg->v2)
+		return -ENOENT;
+	return write_file(cg->path, "cgroup.kill", "1");
+}
+
+int mr_cgroup_memory_kb(const struct mr_cgroup *cg, int64_t *kb)
+{
+	char buf[64], *end;
+	unsigned long long bytes;
+	int r;
+
+	*kb = MR_UNKNOWN;
+	if (!cg->memory_file)
+		return -ENOENT;
+	if ((r = read_file(cg->memory_file, buf, sizeof(buf))))
+		return r;
+	errno = 0;
+	bytes = strtoull(buf, &end, 10);
+	if (errno || end == buf || (*end && *end != '\n'))
+		return -EINVAL;
+	*kb = (int64_t)(bytes / 1024);
+	return 0;
+}

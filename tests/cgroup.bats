@@ -1,0 +1,190 @@
+#!/usr/bin/env bats
+# cgroup.bats: --cgroup on cgroup v2 and on the v1 memory hierarchy, as root.
+# Every cgroup made here is removed in teardown, also when a test fails.
+
+bats_require_minimum_version 1.5.0
+load common
+
+setup() {
+	need_root
+	V2=$(cgroup2_mount)
+}
+
+need_v2() {
+	[ -n "$V2" ] || skip "needs a cgroup2 mount"
+	[ -e "$V2/cgroup.subtree_control" ] || skip "cgroup2 at $V2 is not usable"
+}
+
+json_get() {
+	jq -er "$1" <<<"$output"
+}
+
+# join CGROUP PID...: move the pids into the cgroup.
+join() {
+	local cg=$1 p
+	shift
+	for p in "$@"; do
+		echo "$p" >"$cg/cgroup.procs"
+	done
+}
+
+@test "v2: a nested cgroup with a forking victim is emptied, a sentinel outside lives" {
+	need_v2
+	local cg sub sentinel
+	make_cgroup "$V2"
+	cg=$CG
+	make_cgroup "$cg"
+	sub=$CG
+	start_victim -m 16
+	sentinel=$VPID
+	start_victim -m 16
+	join "$cg" "$VPID"
+	start_victim -m 16
+	join "$sub" "$VPID"
+	start_victim -m 8 -k
+	join "$sub" "$VPID"
+	run -0 --separate-stderr "$MRELEASE" --kill --json --cgroup "$cg"
+	json_get '.summary.failed == 0' >/dev/null
+	json_get '.summary.targets >= 3' >/dev/null
+	json_get '[.targets[].status] | all(. == "released" or . == "exited")' >/dev/null
+	json_get '[.targets[] | select(.rss_after_kb != 0)] | length == 0' >/dev/null
+	assert_equal "$(json_get '.cgroups[0].path')" "$cg"
+	json_get '.cgroups[0].members == .summary.targets' >/dev/null
+	# Gone for good: nothing left in either cgroup shortly after.
+	for ((i = 0; i < 100; i++)); do
+		[ -s "$cg/cgroup.procs" ] || [ -s "$sub/cgroup.procs" ] || break
+		sleep 0.05
+	done
+	assert_equal "$(cat "$cg/cgroup.procs" "$sub/cgroup.procs")" ""
+	kill -0 "$sentinel"
+	[ "$(rss_kb "$sentinel")" -gt 15000 ]
+	# It was thawed: a frozen cgroup would keep new members from running.
+	assert_equal "$(cat "$cg/cgroup.freeze")" 0
+}
+
+@test "v2: a relative path is taken under the cgroup2 mount" {
+	need_v2
+	local cg
+	make_cgroup "$V2"
+	cg=$CG
+	start_victim -m 8
+	join "$cg" "$VPID"
+	run -0 --separate-stderr "$MRELEASE" --dry-run --json --cgroup "${cg#"$V2"/}"
+	assert_equal "$(json_get '.cgroups[0].path')" "$cg"
+	assert_equal "$(json_get '.targets[0].pid')" "$VPID"
+	assert_equal "$(json_get '.targets[0].status')" skipped
+	assert_equal "$(json_get '.targets[0].cgroup')" "$cg"
+	kill -0 "$VPID"
+}
+
+@test "v2: --no-recursive leaves the child cgroup alone" {
+	need_v2
+	local cg sub top child
+	make_cgroup "$V2"
+	cg=$CG
+	make_cgroup "$cg"
+	sub=$CG
+	start_victim -m 8
+	top=$VPID
+	join "$cg" "$top"
+	start_victim -m 8
+	child=$VPID
+	join "$sub" "$child"
+	run -0 --separate-stderr "$MRELEASE" --kill --no-recursive --json --cgroup "$cg"
+	assert_equal "$(json_get '.summary.targets')" 1
+	assert_equal "$(json_get '.targets[0].pid')" "$top"
+	sleep 0.2
+	kill -0 "$child"
+	[ "$(rss_kb "$child")" -gt 7000 ]
+}
+
+@test "v2: an empty cgroup is reported, not an error" {
+	need_v2
+	local cg
+	make_cgroup "$V2"
+	cg=$CG
+	run -0 --separate-stderr "$MRELEASE" --kill --json --cgroup "$cg"
+	assert_equal "$(json_get '.summary.targets')" 0
+	assert_equal "$(json_get '.cgroups[0].members')" 0
+	run -0 --separate-stderr "$MRELEASE" --kill --cgroup "$cg"
+	assert_line --regexp "^$cg +0 +0 +0 "
+}
+
+# Victims that cannot exit (held by the v1 freezer) in a v1 memory cgroup:
+# only process_mrelease can give their memory back, so the cgroup's own
+# counter must drop. Run with --jobs 1 and --jobs 2.
+v1_release() {
+	local mem cg i pids=()
+	mem=$(cgroup_v1_mount memory)
+	[ -n "$mem" ] || skip "needs the cgroup v1 memory controller"
+	make_cgroup "$mem"
+	cg=$CG
+	for i in 1 2 3 4; do
+		start_victim -m 12
+		pids+=("$VPID")
+		join "$cg" "$VPID"
+	done
+	freeze_victim "${pids[@]}"
+	run -0 --separate-stderr "$MRELEASE" --kill --jobs "$1" --json --cgroup "$cg"
+	assert_equal "$(json_get '.summary.released')" 4
+	assert_equal "$(json_get '.cgroups[0].members')" 4
+	assert_equal "$(json_get '.cgroups[0].released')" 4
+	json_get '.cgroups[0].memory_before_kb != null and .cgroups[0].memory_after_kb != null' \
+		>/dev/null
+	for p in "${pids[@]}"; do
+		[ "$(rss_kb "$p")" -lt 1024 ] || fail "pid $p still has $(rss_kb "$p") KiB"
+	done
+}
+
+@test "v1 memory cgroup: frozen victims released with --jobs 1" {
+	v1_release 1
+}
+
+@test "v1 memory cgroup: frozen victims released with --jobs 2" {
+	v1_release 2
+}
+
+@test "v1: the cgroup's memory counter drops when its members are released" {
+	local mem cg pids=()
+	mem=$(cgroup_v1_mount memory)
+	[ -n "$mem" ] || skip "needs the cgroup v1 memory controller"
+	make_cgroup "$mem"
+	cg=$CG
+	# Join first, then touch, so the pages are charged to this cgroup.
+	local ready=$BATS_TEST_TMPDIR/charged
+	bash -c 'echo $$ >"$1/cgroup.procs" && exec "$2" -m 24 -r "$3"' bash "$cg" "$MR_VICTIM" \
+		"$ready" </dev/null >/dev/null 3>&- &
+	VPID=$!
+	VICTIMS+=("$VPID")
+	for ((i = 0; i < 200; i++)); do [ -s "$ready" ] && break; sleep 0.05; done
+	freeze_victim "$VPID"
+	run -0 --separate-stderr "$MRELEASE" --kill --json --cgroup "$cg"
+	[ "$(json_get '.cgroups[0].memory_before_kb')" -gt 20000 ]
+	[ "$(json_get '.cgroups[0].memory_after_kb')" -lt 4096 ]
+}
+
+@test "bad cgroup paths: exit 2, a clear message, nothing killed" {
+	start_victim -m 1
+	local cases=(
+		"/nonexistent-mrelease|cgroup '/nonexistent-mrelease': No such file or directory"
+		"/etc|cgroup '/etc': not inside a cgroup file system"
+		"/etc/passwd|cgroup '/etc/passwd': Not a directory"
+		"../etc|cgroup '../etc': not a cgroup directory"
+		"|cgroup '': not a cgroup directory"
+	)
+	local c
+	for c in "${cases[@]}"; do
+		run -2 --separate-stderr "$MRELEASE" --kill --cgroup "${c%%|*}" "$VPID"
+		[[ $stderr == "mrelease: ${c#*|}"* ]] || fail "case '${c%%|*}': stderr was: $stderr"
+		assert_output ""
+	done
+	if [ -n "$V2" ]; then
+		run -2 --separate-stderr "$MRELEASE" --kill --cgroup "$V2/cgroup.procs" "$VPID"
+		assert_regex "$stderr" "^mrelease: cgroup '$V2/cgroup.procs': Not a directory"
+		local link=$BATS_TEST_TMPDIR/cglink
+		ln -s /etc "$link"
+		run -2 --separate-stderr "$MRELEASE" --kill --cgroup "$link" "$VPID"
+		assert_regex "$stderr" "not inside a cgroup file system"
+	fi
+	kill -0 "$VPID"
+}
