@@ -287,10 +287,10 @@ static void text_row(FILE *out, const struct mr_run *run, const struct field *fi
 			s = cell(f, get(run, row, (int)i, vbuf, sizeof(vbuf)), cbuf, sizeof(cbuf));
 		else
 			s = f->header;
-		/* The last column is not padded. */
+		/* The last column is not padded, nor followed by blanks. */
 		if (i + 1 < n && fields[i + 1].header)
 			fprintf(out, "%s%*s", sep, f->width, s);
-		else
+		else if (*s)
 			fprintf(out, "%s%s", sep, s);
 		sep = " ";
 	}
