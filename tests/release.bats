@@ -207,3 +207,48 @@ in_pidns() {
 	assert_regex "$stderr" "cannot set the releasing threads' nice value or CPUs; nothing was sent"
 	kill -0 "$VPID"
 }
+
+@test "--wait fails a released target that has still not exited" {
+	start_victim -m 8
+	freeze_victim "$VPID"
+	run -1 --separate-stderr "$MRELEASE" --kill --wait=1 --json "$VPID"
+	assert_equal "$stderr" "mrelease: pid $VPID: still running after the wait"
+	assert_equal "$(json_get '.targets[0].status')" failed
+	# Released all the same: the memory is gone though the process is not.
+	[ "$(rss_kb "$VPID")" -lt 1024 ]
+}
+
+@test "each releasing thread sets its own nice value and CPUs" {
+	command -v strace >/dev/null || skip "needs strace"
+	start_victim -m 4
+	local a=$VPID
+	start_victim -m 4
+	local log=$BATS_TEST_TMPDIR/strace
+	run -0 strace -f -o "$log" -e trace=setpriority,sched_setaffinity,process_mrelease \
+		"$MRELEASE" --quiet --kill --nice 7 --affinity 0 --jobs 2 "$a" "$VPID"
+	# Two worker threads, each with its own tid, other than the main one,
+	# which exits last.
+	local main
+	main=$(tail -n1 "$log" | cut -d' ' -f1)
+	run grep -c 'setpriority(PRIO_PROCESS, [0-9]*, 7) *= 0' "$log"
+	assert_output 2
+	run grep -c 'sched_setaffinity(0, [0-9]*, \[0\]) *= 0' "$log"
+	assert_output 2
+	run grep -E "^$main .*setpriority" "$log"
+	assert_failure
+}
+
+@test "as an unprivileged user, another user's process is an error, not zeros" {
+	command -v setpriv >/dev/null || skip "needs setpriv"
+	start_victim -m 8
+	run -1 --separate-stderr setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$MRELEASE" --dry-run --json "$VPID"
+	assert_equal "$stderr" \
+		"mrelease: pid $VPID: cannot read its memory figures: Permission denied"
+	assert_equal "$(json_get '.targets[0].rss_before_kb')" null
+	run -1 --separate-stderr setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		"$MRELEASE" --kill --measure=none "$VPID"
+	assert_equal "$stderr" "mrelease: pid $VPID: Operation not permitted"
+	kill -0 "$VPID"
+	[ "$(rss_kb "$VPID")" -gt 7000 ]
+}
