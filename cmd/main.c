@@ -52,7 +52,7 @@ static const struct argp_option argp_options[] = {
 	  "or none", 3 },
 	{ "wait", 'w', "SECONDS", OPTION_ARG_OPTIONAL,
 	  "After releasing, wait until every target has exited (default 10 s)", 3 },
-	{ "dry-run", 'd', NULL, 0, "Measure and report only; send and release nothing", 3 },
+	{ "dry-run", 'd', NULL, 0, "Measure and report only; send and release nothing, even with --kill", 3 },
 	{ "json", 'J', NULL, 0, "Print one JSON document instead of the table", 4 },
 	{ "quiet", 'q', NULL, 0, "Print no report, only errors", 4 },
 	{ "verbose", 'v', NULL, 0, "Explain fallbacks and retries on stderr", 4 },
@@ -67,10 +67,10 @@ static const char doc[] =
 	"\v"
 	"Exit status:\n"
 	"  0   every target released or gone (with --dry-run: measured)\n"
-	"  1   no target released\n"
-	"  2   usage error\n"
+	"  1   no target released or gone: every one failed\n"
+	"  2   usage error; nothing was done\n"
 	"  3   fatal error\n"
-	"  64  some targets released, some failed";
+	"  64  some targets released or gone, some failed";
 
 const char *argp_program_version = "mrelease " MR_VERSION;
 const char *argp_program_bug_address = NULL;
@@ -161,8 +161,6 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		if (o->pids.len == 0 && !o->read_stdin && o->ncgroups == 0)
 			argp_error(state, "no PID or --cgroup given");
-		if (o->dry_run && o->kill)
-			argp_error(state, "--dry-run and --kill contradict each other");
 		if (o->json && o->quiet)
 			argp_error(state, "--json and --quiet contradict each other");
 		break;

@@ -61,9 +61,9 @@ json_get() {
 	[ "$(rss_kb "$VPID")" -gt 15000 ]
 }
 
-@test "--dry-run measures and leaves the victim alive" {
+@test "--dry-run measures and leaves the victim alive, even with --kill" {
 	start_victim -m 16
-	run -0 --separate-stderr "$MRELEASE" --dry-run --json "$VPID"
+	run -0 --separate-stderr "$MRELEASE" --dry-run --kill --json "$VPID"
 	assert_equal "$(json_get '.targets[0].status')" skipped
 	[ "$(json_get '.targets[0].rss_before_kb')" -gt 15000 ]
 	assert_equal "$(json_get '.targets[0].rss_after_kb')" null

@@ -1,0 +1,213 @@
+# docs.bats: the man page and the bash completion agree with --help, the
+# man page is clean roff, and the completion offers what it should.
+load common
+bats_require_minimum_version 1.5.0
+
+MAN_PAGE="$MR_SOURCE_DIR/man/mrelease.1"
+COMPLETION="$MR_SOURCE_DIR/completions/mrelease"
+BASH_COMPLETION=/usr/share/bash-completion/bash_completion
+
+teardown() {
+	kill_victims
+	# Only ever an empty cgroup that the test made itself.
+	[ -z "${MR_TEST_CGROUP:-}" ] || rmdir "$MR_TEST_CGROUP"
+}
+
+# help_long_options: every long option that --help mentions, one a line.
+help_long_options() {
+	"$MRELEASE" --help | grep -o -- '--[a-z][a-z-]*' | sort -u
+}
+
+# man_text: the man page with roff escapes for "-" and fonts removed, so
+# that "\fB\-\-kill\fR" reads "--kill".
+man_text() {
+	sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' -e 's/\\f(..//g' "$MAN_PAGE"
+}
+
+# mentions OPTION: stdin mentions OPTION as a whole word.
+mentions() {
+	grep -qE -- "(^|[^a-zA-Z0-9-])$1([^a-zA-Z0-9-]|$)"
+}
+
+# cgroup_mounts [TYPE...]: mount points of these file system types from
+# /proc/self/mountinfo (default: cgroup2 and cgroup).
+cgroup_mounts() {
+	awk -v types="${*:-cgroup2 cgroup}" '
+		BEGIN { n = split(types, t, " "); for (i = 1; i <= n; i++) want[t[i]] = 1 }
+		{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) in want) print $5; break } }
+	' /proc/self/mountinfo
+}
+
+need_bash_completion() {
+	[ -r "$BASH_COMPLETION" ] ||
+		skip "bash-completion is not installed ($BASH_COMPLETION missing)"
+}
+
+# complete_line LINE: run _mrelease in a fresh bash as if the cursor were at
+# the end of LINE and print COMPREPLY, one candidate a line.  The words
+# are split the way readline splits them: at blanks, and around "=".
+complete_line() {
+	PATH="$(dirname "$MRELEASE"):$PATH" bash --norc --noprofile -s -- "$1" <<-'EOF'
+		source "$BASH_COMPLETION" || exit 99
+		source "$COMPLETION" || exit 98
+		# compopt only works inside a real completion.
+		compopt() { :; }
+		COMP_LINE=$1
+		COMP_POINT=${#COMP_LINE}
+		read -ra COMP_WORDS <<<"${COMP_LINE//=/ = }"
+		case $COMP_LINE in *[[:blank:]] | *=) COMP_WORDS+=("") ;; esac
+		COMP_CWORD=$((${#COMP_WORDS[@]} - 1))
+		_mrelease mrelease "${COMP_WORDS[COMP_CWORD]}" "${COMP_WORDS[COMP_CWORD - 1]}"
+		printf '%s\n' "${COMPREPLY[@]}"
+	EOF
+}
+export BASH_COMPLETION COMPLETION
+
+# --- drift -----------------------------------------------------------------
+
+@test "every long option in --help is in the man page" {
+	local opts opt missing=()
+	opts=$(help_long_options)
+	[[ $opts == *--kill* ]] || fail "--help lists no options: $opts"
+	for opt in $opts; do
+		man_text | mentions "$opt" || missing+=("$opt")
+	done
+	((${#missing[@]} == 0)) || fail "not in man/mrelease.1: ${missing[*]}"
+}
+
+@test "every long option in --help is in the completion" {
+	local opts opt missing=()
+	opts=$(help_long_options)
+	[[ $opts == *--kill* ]] || fail "--help lists no options: $opts"
+	for opt in $opts; do
+		mentions "$opt" <"$COMPLETION" || missing+=("$opt")
+	done
+	((${#missing[@]} == 0)) || fail "not in completions/mrelease: ${missing[*]}"
+}
+
+@test "every JSON key the binary prints is in the man page" {
+	command -v jq >/dev/null || skip "jq is not installed"
+	local keys key missing=()
+	start_victim -m 1
+	run --separate-stderr "$MRELEASE" --dry-run --json "$VPID"
+	assert_success
+	keys=$(jq -r '[paths | map(strings) | last] | unique | .[] // empty' <<<"$output")
+	[[ $keys == *rss_before_kb* ]] || fail "no keys found in: $output"
+	for key in $keys; do
+		man_text | mentions "$key" || missing+=("$key")
+	done
+	((${#missing[@]} == 0)) || fail "JSON keys not in man/mrelease.1: ${missing[*]}"
+}
+
+@test "every exit status is in the man page" {
+	local code
+	man_text | sed -n '/^\.SH EXIT STATUS/,/^\.SH /p' >"$BATS_TEST_TMPDIR/exit"
+	for code in 0 1 2 3 64; do
+		grep -qx "\.B $code" "$BATS_TEST_TMPDIR/exit" ||
+			fail "exit status $code is not documented"
+	done
+}
+
+# --- man page --------------------------------------------------------------
+
+@test "man page passes mandoc -Tlint -Wwarning" {
+	command -v mandoc >/dev/null || skip "mandoc is not installed"
+	run mandoc -Tlint -Wwarning "$MAN_PAGE"
+	assert_success
+	assert_output ""
+}
+
+@test "man -l renders the man page with NAME and EXIT STATUS" {
+	command -v man >/dev/null || skip "man is not installed"
+	run --separate-stderr env MANWIDTH=80 man -P cat -l "$MAN_PAGE"
+	assert_success
+	assert_line "NAME"
+	assert_line "EXIT STATUS"
+	assert_output --partial "process_mrelease"
+	[ -z "$stderr" ] || fail "man -l warned: $stderr"
+}
+
+# --- completion ------------------------------------------------------------
+
+@test "completion: --c offers --cgroup" {
+	need_bash_completion
+	run complete_line "mrelease --c"
+	assert_success
+	assert_line --regexp '^--cgroup=?$'
+}
+
+@test "completion: --me gives --measure" {
+	need_bash_completion
+	run complete_line "mrelease --me"
+	assert_success
+	assert_output --regexp '^--measure=?$'
+}
+
+@test "completion: --measure gives exactly smaps status none" {
+	need_bash_completion
+	run complete_line "mrelease --measure "
+	assert_success
+	assert_equal "$(sort <<<"$output" | paste -sd' ')" "none smaps status"
+	run complete_line "mrelease --measure=s"
+	assert_success
+	assert_equal "$(sort <<<"$output" | paste -sd' ')" "smaps status"
+}
+
+@test "completion: --affinity offers online CPUs" {
+	need_bash_completion
+	run complete_line "mrelease --affinity "
+	assert_success
+	assert_line "0"
+	run complete_line "mrelease -a 0,"
+	assert_success
+	assert_line "0,0"
+}
+
+@test "completion: --nice offers -20 to 19" {
+	need_bash_completion
+	run complete_line "mrelease --nice "
+	assert_success
+	assert_line -- "-20"
+	assert_line "19"
+	assert_equal "${#lines[@]}" 40
+}
+
+@test "completion: a pid word offers the victim with its name" {
+	need_bash_completion
+	start_victim -m 1
+	run complete_line "mrelease "
+	assert_success
+	assert_line "$VPID:mr-victim"
+	# The whole pid either is unique, and then inserted bare, or still
+	# shows the name among longer pids.
+	run complete_line "mrelease --kill $VPID"
+	assert_success
+	assert_line --regexp "^$VPID(:mr-victim)?\$"
+}
+
+@test "completion: --cgroup offers cgroup directories" {
+	need_bash_completion
+	local mnt sub
+	mnt=$(cgroup_mounts cgroup2 | head -n 1)
+	[ -n "$mnt" ] || mnt=$(cgroup_mounts | head -n 1)
+	[ -n "$mnt" ] || skip "no cgroup file system is mounted"
+
+	# The parent of a mount point offers the mount point.
+	run complete_line "mrelease --cgroup $(dirname "$mnt")/"
+	assert_success
+	assert_line "$mnt"
+
+	sub=$(find "$mnt" -mindepth 1 -maxdepth 1 -type d | head -n 1)
+	if [ -z "$sub" ]; then
+		[ "$(id -u)" -eq 0 ] || skip "$mnt has no child cgroup and creating one needs root"
+		MR_TEST_CGROUP="$mnt/mr-docs-test.$$"
+		mkdir "$MR_TEST_CGROUP"
+		sub=$MR_TEST_CGROUP
+	fi
+	run complete_line "mrelease --cgroup $mnt/"
+	assert_success
+	assert_line "$sub"
+	run complete_line "mrelease --cgroup=$mnt/"
+	assert_success
+	assert_line "$sub"
+}
