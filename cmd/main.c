@@ -1,6 +1,8 @@
 /* main.c: mrelease's front end: options, selection, action, report. */
 #define _GNU_SOURCE
 #include <argp.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <err.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -23,6 +25,8 @@ struct options {
 
 enum { OPT_NO_RECURSIVE = 0x100 };
 
+#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
 /* A killed cgroup is scanned again for processes forked before their parent
  * died, this many times at most. */
 #define MAX_ROUNDS 100
@@ -35,6 +39,7 @@ struct act {
 	struct mr_release_opts ro;
 	struct mr_release_stats stats;
 	bool *frozen; /* per cgroup: we froze it and must thaw it */
+	sigset_t sigmask; /* the mask before signals were held */
 };
 
 static const struct argp_option argp_options[] = {
@@ -77,17 +82,15 @@ const char *argp_program_bug_address = NULL;
 
 static void parse_pid_arg(struct argp_state *state, struct options *o, const char *arg)
 {
-	pid_t pid;
-	int r;
+	struct mr_pidspec spec;
 
 	if (strcmp(arg, "-") == 0) {
 		o->read_stdin = true;
 		return;
 	}
-	r = mr_parse_pid(arg, &pid);
-	if (r)
-		argp_error(state, "'%s': not a valid pid (1..%d)", arg, MR_PID_MAX);
-	if (mr_pidlist_add(&o->pids, pid))
+	if (mr_parse_pidspec(arg, &spec))
+		argp_error(state, "'%s': not a valid pid (1..%d, or PID:INODE)", arg, MR_PID_MAX);
+	if (mr_pidlist_add(&o->pids, spec))
 		argp_failure(state, MR_EXIT_FATAL, ENOMEM, "pid list");
 }
 
@@ -169,6 +172,18 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* Every target holds a pidfd from selection to the end of the run: let
+ * the run use as many descriptors as the hard limit allows. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 static void read_stdin_pids(struct options *o)
 {
 	char bad[32];
@@ -178,7 +193,8 @@ static void read_stdin_pids(struct options *o)
 		return;
 	r = mr_pidlist_read(&o->pids, stdin, bad, sizeof(bad));
 	if (r == -EINVAL || r == -ERANGE)
-		errx(MR_EXIT_USAGE, "standard input: '%s': not a valid pid (1..%d)", bad, MR_PID_MAX);
+		errx(MR_EXIT_USAGE, "standard input: '%s': not a valid pid (1..%d, or PID:INODE)",
+		     bad, MR_PID_MAX);
 	if (r) {
 		errno = -r;
 		err(MR_EXIT_FATAL, "standard input");
@@ -187,7 +203,7 @@ static void read_stdin_pids(struct options *o)
 
 /* A pid picked for release, and the cgroup it was found in (or -1). */
 struct pick {
-	pid_t pid;
+	struct mr_pidspec spec;
 	int cgroup;
 };
 
@@ -195,10 +211,11 @@ struct pick {
  * so that it is counted in its cgroup. */
 static int by_pid(const void *a, const void *b)
 {
+	pid_t xp = ((const struct pick *)a)->spec.pid, yp = ((const struct pick *)b)->spec.pid;
 	const struct pick *x = a, *y = b;
 
-	if (x->pid != y->pid)
-		return (x->pid > y->pid) - (x->pid < y->pid);
+	if (xp != yp)
+		return (xp > yp) - (xp < yp);
 	return (x->cgroup < y->cgroup) - (x->cgroup > y->cgroup);
 }
 
@@ -277,11 +294,11 @@ static size_t add_targets(struct mr_procinfo *pi, struct mr_run *run, struct pic
 	qsort(known, run->ntargets, sizeof(*known), cmp_pid);
 	qsort(picks, n, sizeof(*picks), by_pid);
 	for (size_t i = 0; i < n; i++) {
-		if ((i && picks[i].pid == picks[i - 1].pid) ||
-		    known_pid(known, run->ntargets - added, picks[i].pid))
+		if ((i && picks[i].spec.pid == picks[i - 1].spec.pid) ||
+		    known_pid(known, run->ntargets - added, picks[i].spec.pid))
 			continue;
 		t = &run->targets[run->ntargets++];
-		mr_target_init(t, picks[i].pid, picks[i].cgroup);
+		mr_target_init(t, picks[i].spec, picks[i].cgroup);
 		mr_target_open(pi, t);
 		added++;
 	}
@@ -308,7 +325,7 @@ static void cgroup_picks(const struct options *o, struct mr_run *run, struct pic
 			err(MR_EXIT_FATAL, "target list");
 		*picks = p;
 		for (size_t i = 0; i < members.len; i++)
-			p[(*n)++] = (struct pick){ members.pids[i], (int)c };
+			p[(*n)++] = (struct pick){ members.v[i], (int)c };
 		mr_pidlist_free(&members);
 	}
 }
@@ -322,7 +339,7 @@ static void select_targets(const struct options *o, struct mr_procinfo *pi, stru
 	if (!picks)
 		err(MR_EXIT_FATAL, "target list");
 	for (size_t i = 0; i < o->pids.len; i++)
-		picks[n++] = (struct pick){ o->pids.pids[i], -1 };
+		picks[n++] = (struct pick){ o->pids.v[i], -1 };
 	cgroup_picks(o, run, &picks, &n);
 	add_targets(pi, run, picks, n);
 	free(picks);
@@ -355,6 +372,49 @@ static void measure_before(struct mr_procinfo *pi, struct mr_run *run, size_t fr
 		else if (r)
 			mr_target_fail(t, MR_E_UNREADABLE, -r);
 	}
+}
+
+static const int held_signals[] = { SIGINT, SIGTERM, SIGHUP };
+static volatile sig_atomic_t caught_signal;
+
+static void catch_signal(int sig)
+{
+	caught_signal = sig;
+}
+
+/* From the first signal sent to the report, SIGINT, SIGTERM and SIGHUP are
+ * held, so that an interrupted run still reports what it did; only --wait
+ * lets them in, to end the wait. The worker threads inherit the mask. */
+static void hold_signals(sigset_t *old)
+{
+	struct sigaction sa = { .sa_handler = catch_signal };
+	sigset_t set;
+
+	sigemptyset(&set);
+	for (size_t i = 0; i < NELEMS(held_signals); i++) {
+		sigaddset(&set, held_signals[i]);
+		sigaction(held_signals[i], &sa, NULL);
+	}
+	sigprocmask(SIG_BLOCK, &set, old);
+}
+
+/* After the report: die of a signal that came during the run, as the
+ * caller expects of an interrupted command. */
+static void release_signals(void)
+{
+	sigset_t pending, set;
+
+	sigpending(&pending);
+	sigemptyset(&set);
+	for (size_t i = 0; i < NELEMS(held_signals); i++) {
+		if (sigismember(&pending, held_signals[i]))
+			caught_signal = held_signals[i];
+		signal(held_signals[i], SIG_DFL);
+		sigaddset(&set, held_signals[i]);
+	}
+	if (caught_signal)
+		raise(caught_signal);
+	sigprocmask(SIG_UNBLOCK, &set, NULL);
 }
 
 /* Freeze each whole v2 cgroup so that nothing in it can fork, then kill it
@@ -464,6 +524,7 @@ static void act(const struct options *o, struct mr_procinfo *pi, struct mr_run *
 		return;
 	}
 	a.ro.kill_first_arg = &a;
+	hold_signals(&a.sigmask);
 	a.frozen = calloc(run->ncgroups + 1, sizeof(*a.frozen));
 	if (!a.frozen)
 		err(MR_EXIT_FATAL, "cgroup list");
@@ -498,9 +559,11 @@ static void act(const struct options *o, struct mr_procinfo *pi, struct mr_run *
 			err(MR_EXIT_FATAL, "target list");
 		for (size_t i = 0; i < run->ntargets; i++)
 			ptrs[i] = &run->targets[i];
-		r = mr_wait_exit(ptrs, run->ntargets, o->wait_ms);
+		r = mr_wait_exit(ptrs, run->ntargets, o->wait_ms, &a.sigmask);
 		free(ptrs);
-		if (r) {
+		if (r == -EINTR)
+			warnx("interrupted while waiting; reporting what was done");
+		else if (r) {
 			errno = -r;
 			err(MR_EXIT_FATAL, "waiting for the targets to exit");
 		}
@@ -513,8 +576,9 @@ static void measure_after(struct mr_procinfo *pi, struct mr_run *run)
 	for (size_t i = 0; i < run->ntargets; i++) {
 		struct mr_target *t = &run->targets[i];
 
-		if (t->status == MR_RELEASED || t->status == MR_EXITED ||
-		    (t->status == MR_FAILED && t->pidfd >= 0 && t->before.rss_kb != MR_UNKNOWN))
+		/* What a failed target holds afterwards says nothing about us:
+		 * it may have exited by itself, or shares its memory. */
+		if (t->status == MR_RELEASED || t->status == MR_EXITED)
 			mr_measure(pi, t, &t->after);
 	}
 }
@@ -591,6 +655,7 @@ int main(int argc, char **argv)
 	argp_parse(&argp, argc, argv, 0, NULL, &o);
 	read_stdin_pids(&o);
 	resolve_cgroups(&o, &run);
+	raise_fd_limit();
 	if ((r = mr_procinfo_new(&pi, o.measure))) {
 		errno = -r;
 		err(MR_EXIT_FATAL, "libproc2");
@@ -608,6 +673,7 @@ int main(int argc, char **argv)
 	if (!o.dry_run)
 		mr_mem_available_kb(&run.mem_available_after_kb);
 	report(&o, &run);
+	release_signals();
 
 	mr_procinfo_free(pi);
 	mr_pidlist_free(&o.pids);

@@ -29,7 +29,7 @@ typedef struct val (*getter_fn)(const struct mr_run *run, const void *row, int i
 
 enum target_field {
 	T_PID, T_COMM, T_RSS_BEFORE, T_RSS_AFTER, T_FREED, T_RELEASE_US, T_STATUS,
-	T_ERROR, T_PSS_BEFORE, T_ANON_BEFORE, T_SWAP_BEFORE, T_CGROUP,
+	T_ERROR, T_PSS_BEFORE, T_ANON_BEFORE, T_SWAP_BEFORE, T_CGROUP, T_PIDFD_INODE,
 };
 static const struct field target_fields[] = {
 	[T_PID] = { "pid", "PID", 7, V_INT },
@@ -44,6 +44,7 @@ static const struct field target_fields[] = {
 	[T_ANON_BEFORE] = { "anon_before_kb", NULL, 0, V_KIB },
 	[T_SWAP_BEFORE] = { "swap_before_kb", NULL, 0, V_KIB },
 	[T_CGROUP] = { "cgroup", NULL, 0, V_STR },
+	[T_PIDFD_INODE] = { "pidfd_inode", NULL, 0, V_INT },
 };
 
 enum cgroup_field {
@@ -110,6 +111,12 @@ const char *mr_target_strerror(const struct mr_target *t, char *buf, size_t len)
 		return buf;
 	case MR_E_TIMEOUT: return "still running after the wait";
 	case MR_E_NOSYS: return "no process_mrelease here, and it did not exit within the wait";
+	case MR_E_INODE:
+		snprintf(buf, len, "not the process with pidfs inode %llu; the pid was reused",
+			 (unsigned long long)t->want_ino);
+		return buf;
+	case MR_E_NO_PIDFS: return "pidfds have no inode of their own before Linux 6.9; "
+				   "cannot check PID:INODE";
 	}
 	return "unknown error";
 }
@@ -138,6 +145,7 @@ static struct val target_value(const struct mr_run *run, const void *row, int id
 	case T_RELEASE_US: return (struct val){ .num = t->release_us };
 	case T_CGROUP:
 		return (struct val){ .str = t->cgroup >= 0 ? run->cgroups[t->cgroup].path : NULL };
+	case T_PIDFD_INODE: return (struct val){ .num = t->ino ? (int64_t)t->ino : MR_UNKNOWN };
 	}
 	return (struct val){ .num = MR_UNKNOWN };
 }

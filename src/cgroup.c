@@ -235,8 +235,8 @@ void mr_cgroup_free(struct mr_cgroup *cg)
 
 static int read_procs(int dirfd, struct mr_pidlist *out)
 {
+	struct mr_pidspec spec = { 0 };
 	char line[32];
-	pid_t pid;
 	FILE *f;
 	int fd, r = 0;
 
@@ -250,9 +250,9 @@ static int read_procs(int dirfd, struct mr_pidlist *out)
 	}
 	while (!r && fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = '\0';
-		r = mr_parse_pid(line, &pid);
+		r = mr_parse_pid(line, &spec.pid);
 		if (!r)
-			r = mr_pidlist_add(out, pid);
+			r = mr_pidlist_add(out, spec);
 	}
 	if (!r && ferror(f))
 		r = -EIO;

@@ -16,6 +16,7 @@
 #define MRELEASE_H
 
 #include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,6 +52,8 @@ enum mr_error {
 	MR_E_UNREADABLE,  /* the measurement file could not be read */
 	MR_E_TIMEOUT,     /* still there after the wait */
 	MR_E_NOSYS,       /* no process_mrelease and the fallback wait timed out */
+	MR_E_INODE,       /* not the pidfs inode that was asked for */
+	MR_E_NO_PIDFS,    /* an inode was given, but pidfds have none here */
 };
 
 struct mr_mem {
@@ -59,6 +62,8 @@ struct mr_mem {
 
 struct mr_target {
 	pid_t pid;
+	uint64_t want_ino; /* the pidfs inode it must have, or 0 */
+	uint64_t ino;      /* its pidfd's pidfs inode, 0 before Linux 6.9 */
 	int pidfd;
 	pid_t tgid;
 	char comm[MR_COMM_LEN];
@@ -124,11 +129,19 @@ int mr_parse_pid(const char *s, pid_t *pid);
 int mr_parse_cpulist(const char *s, cpu_set_t *set);
 int mr_cpus_online(cpu_set_t *set);
 
+/* A pid as named, with the pidfs inode the caller expects it to have
+ * ("PID:INODE"), or 0 for any. */
+struct mr_pidspec {
+	pid_t pid;
+	uint64_t ino;
+};
+int mr_parse_pidspec(const char *s, struct mr_pidspec *spec);
+
 struct mr_pidlist {
-	pid_t *pids;
+	struct mr_pidspec *v;
 	size_t len, cap;
 };
-int mr_pidlist_add(struct mr_pidlist *l, pid_t pid);
+int mr_pidlist_add(struct mr_pidlist *l, struct mr_pidspec spec);
 int mr_pidlist_read(struct mr_pidlist *l, FILE *in, char *bad, size_t badlen);
 void mr_pidlist_free(struct mr_pidlist *l);
 
@@ -142,7 +155,7 @@ int mr_mem_available_kb(int64_t *kb);
 void mr_mem_unknown(struct mr_mem *mem);
 
 /* target.c */
-void mr_target_init(struct mr_target *t, pid_t pid, int cgroup);
+void mr_target_init(struct mr_target *t, struct mr_pidspec spec, int cgroup);
 int mr_target_open(struct mr_procinfo *pi, struct mr_target *t);
 bool mr_target_alive(const struct mr_target *t);
 void mr_target_fail(struct mr_target *t, enum mr_error error, int errnum);
@@ -152,7 +165,8 @@ void mr_target_close(struct mr_target *t);
 int mr_target_kill(struct mr_target *t);
 int mr_release_all(struct mr_target **targets, size_t n, const struct mr_release_opts *o,
 		   struct mr_release_stats *stats);
-int mr_wait_exit(struct mr_target **targets, size_t n, unsigned int timeout_ms);
+int mr_wait_exit(struct mr_target **targets, size_t n, unsigned int timeout_ms,
+		 const sigset_t *sigmask);
 int64_t mr_now_us(void);
 
 /* cgroup.c */

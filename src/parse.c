@@ -41,6 +41,37 @@ int mr_parse_pid(const char *s, pid_t *pid)
 	return r;
 }
 
+/* "PID" or "PID:INODE", as util-linux kill(1) takes them. */
+int mr_parse_pidspec(const char *s, struct mr_pidspec *spec)
+{
+	char pid[16], *end;
+	const char *colon = strchr(s, ':');
+	unsigned long long ino;
+	size_t len;
+	int r;
+
+	spec->ino = 0;
+	if (!colon)
+		return mr_parse_pid(s, &spec->pid);
+	len = (size_t)(colon - s);
+	if (len >= sizeof(pid))
+		return -ERANGE;
+	memcpy(pid, s, len);
+	pid[len] = '\0';
+	if ((r = mr_parse_pid(pid, &spec->pid)))
+		return r;
+	if (!isdigit((unsigned char)colon[1]))
+		return -EINVAL;
+	errno = 0;
+	ino = strtoull(colon + 1, &end, 10);
+	if (*end)
+		return -EINVAL;
+	if (errno == ERANGE || ino == 0)
+		return -ERANGE;
+	spec->ino = ino;
+	return 0;
+}
+
 static int parse_cpu(const char **p, long *cpu)
 {
 	char *end;
@@ -106,30 +137,31 @@ int mr_cpus_online(cpu_set_t *set)
 	return mr_parse_cpulist(buf, set);
 }
 
-int mr_pidlist_add(struct mr_pidlist *l, pid_t pid)
+int mr_pidlist_add(struct mr_pidlist *l, struct mr_pidspec spec)
 {
 	if (l->len == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 64;
-		pid_t *p = reallocarray(l->pids, cap, sizeof(*p));
+		struct mr_pidspec *v = reallocarray(l->v, cap, sizeof(*v));
 
-		if (!p)
+		if (!v)
 			return -ENOMEM;
-		l->pids = p;
+		l->v = v;
 		l->cap = cap;
 	}
-	l->pids[l->len++] = pid;
+	l->v[l->len++] = spec;
 	return 0;
 }
 
-/* Read whitespace-separated pids from in. A word longer than any pid is
+/* Read whitespace-separated pids (or PID:INODE) from in. A word longer than
+ * any of them is
  * refused without reading it whole, so the input cannot grow our memory
  * beyond the pid list itself. On -EINVAL or -ERANGE the offending word
  * (cut to badlen) is left in bad. */
 int mr_pidlist_read(struct mr_pidlist *l, FILE *in, char *bad, size_t badlen)
 {
-	char word[16];
+	char word[32]; /* "4194304:" and a 64-bit inode */
+	struct mr_pidspec spec;
 	size_t len = 0;
-	pid_t pid;
 	int c, r;
 
 	for (;;) {
@@ -146,11 +178,11 @@ int mr_pidlist_read(struct mr_pidlist *l, FILE *in, char *bad, size_t badlen)
 		if (len) {
 			word[len] = '\0';
 			len = 0;
-			if ((r = mr_parse_pid(word, &pid))) {
+			if ((r = mr_parse_pidspec(word, &spec))) {
 				snprintf(bad, badlen, "%s", word);
 				return r;
 			}
-			if ((r = mr_pidlist_add(l, pid)))
+			if ((r = mr_pidlist_add(l, spec)))
 				return r;
 		}
 		if (c == EOF)
@@ -160,6 +192,6 @@ int mr_pidlist_read(struct mr_pidlist *l, FILE *in, char *bad, size_t badlen)
 
 void mr_pidlist_free(struct mr_pidlist *l)
 {
-	free(l->pids);
+	free(l->v);
 	*l = (struct mr_pidlist){ 0 };
 }

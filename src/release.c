@@ -209,8 +209,11 @@ out:
 }
 
 /* Wait until every released target has exited, up to timeout_ms; those
- * still there then have failed. */
-int mr_wait_exit(struct mr_target **targets, size_t n, unsigned int timeout_ms)
+ * still there then have failed. While waiting, the signal mask is sigmask
+ * (as ppoll takes it): a signal caught then ends the wait with -EINTR and
+ * leaves the targets as they are. */
+int mr_wait_exit(struct mr_target **targets, size_t n, unsigned int timeout_ms,
+		 const sigset_t *sigmask)
 {
 	int64_t deadline = mr_now_us() + (int64_t)timeout_ms * 1000;
 	struct mr_target **waiting;
@@ -229,13 +232,14 @@ int mr_wait_exit(struct mr_target **targets, size_t n, unsigned int timeout_ms)
 			waiting[k++] = targets[i];
 	while (k) {
 		int64_t left = deadline - mr_now_us();
+		struct timespec ts = { left / 1000000, (left % 1000000) * 1000 };
 		size_t still = 0;
 
 		if (left <= 0)
 			break;
 		for (size_t i = 0; i < k; i++)
 			fds[i] = (struct pollfd){ .fd = waiting[i]->pidfd, .events = POLLIN };
-		if (poll(fds, k, (int)((left + 999) / 1000)) < 0 && errno != EINTR) {
+		if (ppoll(fds, k, &ts, sigmask) < 0) {
 			r = -errno;
 			goto out;
 		}

@@ -4,19 +4,25 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "mrelease.h"
 #include "sys.h"
 
 #define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
+#ifndef PIDFS_MAGIC
+#define PIDFS_MAGIC 0x50494446 /* include/uapi/linux/magic.h */
+#endif
 
-void mr_target_init(struct mr_target *t, pid_t pid, int cgroup)
+void mr_target_init(struct mr_target *t, struct mr_pidspec spec, int cgroup)
 {
 	*t = (struct mr_target){
-		.pid = pid,
+		.pid = spec.pid,
+		.want_ino = spec.ino,
 		.pidfd = -1,
-		.tgid = pid,
+		.tgid = spec.pid,
 		.cgroup = cgroup,
 		.release_us = MR_UNKNOWN,
 		.status = MR_PENDING,
@@ -41,10 +47,38 @@ bool mr_target_alive(const struct mr_target *t)
 
 /* Returns 0 when t is ready to be acted on; otherwise t->status says why
  * not and the return is -errno. */
+/* A pidfd's inode names its process for as long as the system runs (pidfs,
+ * Linux 6.9); before pidfs every pidfd shares one anonymous inode, and a
+ * PID:INODE cannot be checked. */
+static int check_inode(struct mr_target *t)
+{
+	struct statfs sfs;
+	struct stat st;
+
+	if (fstatfs(t->pidfd, &sfs) || fstat(t->pidfd, &st)) {
+		mr_target_fail(t, MR_E_ERRNO, errno);
+		return -t->errnum;
+	}
+	if (sfs.f_type == PIDFS_MAGIC)
+		t->ino = (uint64_t)st.st_ino;
+	if (!t->want_ino)
+		return 0;
+	if (!t->ino) {
+		mr_target_fail(t, MR_E_NO_PIDFS, 0);
+		return -EOPNOTSUPP;
+	}
+	if (t->ino != t->want_ino) {
+		mr_target_fail(t, MR_E_INODE, 0);
+		return -ESRCH;
+	}
+	return 0;
+}
+
 int mr_target_open(struct mr_procinfo *pi, struct mr_target *t)
 {
 	unsigned long flags;
 	char state;
+	int r;
 
 	if (t->pid == getpid()) {
 		mr_target_fail(t, MR_E_SELF, 0);
@@ -69,6 +103,8 @@ int mr_target_open(struct mr_procinfo *pi, struct mr_target *t)
 			mr_target_fail(t, MR_E_ERRNO, e);
 		return -e;
 	}
+	if ((r = check_inode(t)))
+		return r;
 	/* What /proc says belongs to the pidfd's process only if that process
 	 * is still there after we read it. */
 	if (mr_proc_identity(pi, t, &flags, &state) < 0 || !mr_target_alive(t)) {

@@ -14,6 +14,11 @@ bad_cases=(
 	"99999999999999999999|'99999999999999999999': not a valid pid"
 	"12x|'12x': not a valid pid"
 	"+7|'+7': not a valid pid"
+	"12:|'12:': not a valid pid"
+	"12:0|'12:0': not a valid pid"
+	"12:x7|'12:x7': not a valid pid"
+	":7|':7': not a valid pid"
+	"12:99999999999999999999999|'12:99999999999999999999999': not a valid pid"
 	"--affinity 0-x VICTIM|--affinity '0-x': not a CPU list such as 0,2-3"
 	"--affinity 3-1 VICTIM|--affinity '3-1': not a CPU list"
 	"--affinity , VICTIM|--affinity ',': not a CPU list"
@@ -46,9 +51,9 @@ bad_cases=(
 @test "bad pids on standard input: exit 2 before anything is sent" {
 	start_victim -m 1
 	run -2 --separate-stderr "$MRELEASE" --kill - <<<"$VPID 12ab"
-	assert_equal "$stderr" "mrelease: standard input: '12ab': not a valid pid (1..4194304)"
-	run -2 --separate-stderr "$MRELEASE" --kill - <<<"$VPID 123456789012345678901234567890"
-	assert_regex "$stderr" "^mrelease: standard input: '123456789012345\\.\\.\\.': not a valid pid"
+	assert_equal "$stderr" "mrelease: standard input: '12ab': not a valid pid (1..4194304, or PID:INODE)"
+	run -2 --separate-stderr "$MRELEASE" --kill - <<<"$VPID 1234567890123456789012345678901234567890"
+	assert_regex "$stderr" "^mrelease: standard input: '1234567890123456789012345678901\\.\\.\\.': not a valid pid"
 	kill -0 "$VPID"
 }
 

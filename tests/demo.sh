@@ -14,6 +14,7 @@ ready=$(mktemp -u /tmp/mrelease-demo.XXXXXX)
 echo "starting a victim that touches $size MiB ..."
 build/tests/mr-victim -m "$size" -r "$ready" &
 victim=$!
+disown		# its death is the point of the demo, not news from the shell
 trap 'kill -9 $victim 2>/dev/null; rm -f "$ready"' EXIT
 while [ ! -s "$ready" ]; do
 	kill -0 $victim || exit 1

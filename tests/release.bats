@@ -270,3 +270,69 @@ in_pidns() {
 	assert_equal "$stderr" "mrelease: process_mrelease is not available (Linux before 5.15, or a seccomp filter); waited for the targets to exit instead
 mrelease: pid $VPID: no process_mrelease here, and it did not exit within the wait"
 }
+
+@test "a process sharing its address space with a live one is refused, and why" {
+	start_victim -m 8 -s
+	local other
+	other=$(cut -d' ' -f2 "$BATS_TEST_TMPDIR"/ready.*)
+	# Frozen, the killed one cannot exit before mrelease asks.
+	freeze_victim "$other"
+	run -1 --separate-stderr "$MRELEASE" --kill --json "$other"
+	assert_equal "$stderr" "mrelease: pid $other: address space shared with a live process (vfork or CLONE_VM); not released"
+	assert_equal "$(json_get '.targets[0].freed_kb')" null
+	# The kill went out; the memory is still there, held by the live one.
+	kill -0 "$VPID"
+	[ "$(rss_kb "$VPID")" -gt 7000 ]
+}
+
+@test "a zombie has already given its memory back: exited, nothing sent" {
+	start_victim -m 1 -z
+	local zombie
+	zombie=$(cut -d' ' -f2 "$BATS_TEST_TMPDIR"/ready.*)
+	grep -q '^State:.*Z' "/proc/$zombie/status"
+	run -0 --separate-stderr "$MRELEASE" --kill --json "$zombie"
+	assert_equal "$(json_get '.targets[0].status')" exited
+	assert_equal "$stderr" ""
+}
+
+@test "PID:INODE acts only on the process with that pidfs inode" {
+	start_victim -m 4
+	run -0 --separate-stderr "$MRELEASE" --dry-run --json "$VPID"
+	local ino
+	ino=$(json_get '.targets[0].pidfd_inode')
+	[ "$ino" != null ] || skip "pidfds have no inode of their own before Linux 6.9"
+	run -1 --separate-stderr "$MRELEASE" --kill "$VPID:$((ino + 1))"
+	assert_equal "$stderr" "mrelease: pid $VPID: not the process with pidfs inode $((ino + 1)); the pid was reused"
+	kill -0 "$VPID"
+	run -0 --separate-stderr "$MRELEASE" --kill --json "$VPID:$ino"
+	assert_regex "$(json_get '.targets[0].status')" '^(released|exited)$'
+}
+
+@test "SIGINT during --wait ends the wait and still prints the report" {
+	start_victim -m 8
+	freeze_victim "$VPID"
+	local out=$BATS_TEST_TMPDIR/out err=$BATS_TEST_TMPDIR/err
+	"$MRELEASE" --kill --wait=30 --json "$VPID" >"$out" 2>"$err" 3>&- &
+	local mr=$!
+	sleep 1
+	kill -INT "$mr"
+	local rc=0
+	wait "$mr" || rc=$?
+	assert_equal "$rc" 130
+	assert_equal "$(cat "$err")" "mrelease: interrupted while waiting; reporting what was done"
+	output=$(cat "$out")
+	assert_equal "$(json_get '.targets[0].status')" released
+	[ "$(rss_kb "$VPID")" -lt 1024 ]
+}
+
+@test "a low soft limit on open files does not fail many targets" {
+	local pids=() i
+	for ((i = 0; i < 40; i++)); do
+		start_victim -m 0
+		pids+=("$VPID")
+	done
+	run -0 --separate-stderr bash -c 'ulimit -Sn 16 && exec "$@"' bash \
+		"$MRELEASE" --dry-run --json "${pids[@]}"
+	assert_equal "$(json_get '.summary.targets')" 40
+	assert_equal "$(json_get '.summary.failed')" 0
+}

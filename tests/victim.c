@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,13 +14,16 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"usage: mr-victim [-m MIB] [-c N] [-k] [-i] [-t] [-r FILE]\n"
+	"usage: mr-victim [-m MIB] [-c N] [-k] [-i] [-t | -s | -z] [-r FILE]\n"
 	"  -m MIB   allocate and touch MIB of private anonymous memory\n"
 	"  -c N     fork N children that each touch MIB too\n"
 	"  -k       keep forking short-lived children until killed\n"
 	"  -i       run at SCHED_IDLE\n"
 	"  -t       start a second thread and report its tid as well\n"
-	"  -r FILE  write \"PID [TID]\" to FILE once ready\n";
+	"  -s       start a process that shares our address space (CLONE_VM)\n"
+	"           and report its pid as well\n"
+	"  -z       leave a zombie child and report its pid as well\n"
+	"  -r FILE  write \"PID [OTHER]\" to FILE once ready\n";
 
 static void *touch(size_t mib)
 {
@@ -46,6 +50,29 @@ static void *sleeper(void *arg)
 		pause();
 }
 
+static int share_mm(void *arg)
+{
+	(void)arg;
+	while (pause())
+		;
+	return 0;
+}
+
+static bool is_zombie(pid_t pid)
+{
+	char path[64], state = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fscanf(f, "%*d (%*[^)]) %c", &state) != 1)
+		state = 0;
+	fclose(f);
+	return state == 'Z';
+}
+
 static void write_ready(const char *file, pid_t tid)
 {
 	char tmp[4096];
@@ -66,17 +93,19 @@ static void write_ready(const char *file, pid_t tid)
 int main(int argc, char **argv)
 {
 	size_t mib = 0;
-	int children = 0, keep_forking = 0, idle = 0, thread = 0, c;
+	int children = 0, keep_forking = 0, idle = 0, thread = 0, shared = 0, zombie = 0, c;
 	const char *ready = NULL;
 	pid_t tid = 0;
 
-	while ((c = getopt(argc, argv, "m:c:kitr:")) != -1) {
+	while ((c = getopt(argc, argv, "m:c:kitszr:")) != -1) {
 		switch (c) {
 		case 'm': mib = strtoul(optarg, NULL, 10); break;
 		case 'c': children = atoi(optarg); break;
 		case 'k': keep_forking = 1; break;
 		case 'i': idle = 1; break;
 		case 't': thread = 1; break;
+		case 's': shared = 1; break;
+		case 'z': zombie = 1; break;
 		case 'r': ready = optarg; break;
 		default: fputs(usage, stderr); return 2;
 		}
@@ -106,6 +135,23 @@ int main(int argc, char **argv)
 			errx(1, "pthread_create");
 		if (read(pfd[0], &tid, sizeof(tid)) != sizeof(tid))
 			err(1, "read");
+	}
+	if (shared) {
+		static char stack[64 << 10];
+
+		tid = clone(share_mm, stack + sizeof(stack), CLONE_VM | SIGCHLD, NULL);
+		if (tid < 0)
+			err(1, "clone");
+	}
+	if (zombie) {
+		tid = fork();
+		if (tid < 0)
+			err(1, "fork");
+		if (tid == 0)
+			_exit(0);
+		/* Not reaped: it stays a zombie while we live. */
+		for (int i = 0; i < 10000 && !is_zombie(tid); i++)
+			usleep(1000);
 	}
 	if (ready)
 		write_ready(ready, tid);

@@ -1,8 +1,8 @@
 /* bench.c: the mrelease benchmark driver (issue 5).  It starts fresh
- * victims, ends them three ways -- plain SIGKILL and wait, mrelease --kill,
- * and the in-process limit (munmap of the same memory) -- and times how
- * long each takes to give the memory back.  It prints a table and can write
- * JSON.  Run it as root through tests/bench/run. */
+ * victims, ends them three ways -- plain SIGKILL (or cgroup.kill) and wait,
+ * mrelease --kill, and the in-process limit (munmap of the same memory) --
+ * and times how long each takes to give the memory back.  It prints a table
+ * and can write JSON.  Run it as root through tests/bench/run. */
 #define _GNU_SOURCE
 #include <argp.h>
 #include <err.h>
@@ -34,26 +34,38 @@
 #define NS_PER_S 1000000000LL
 #define TIMED_OUT INT64_MAX     /* a sample that hit --timeout */
 #define MAX_RUNS 100
-#define CG_VICTIMS 64           /* victims in the cgroup scenario */
+#define CG_VICTIMS 64           /* victims in the cgroup scenarios */
 #define RELEASE_CPU 0           /* starved: where mrelease and mr-bench run */
 #define VICTIM_CPU 1            /* starved: where the victim and the busy loop fight */
 #define SMALL_VICTIM (16UL << 20) /* the victim for the --dry-run overhead */
 #define MAX_KIDS 256
 #define MAX_CGROUPS 4
+#define MAX_TARGETS 24
 #define STR(x) #x
 #define XSTR(x) STR(x)
 
 /* Exit statuses of mr-bench itself; missed targets are results, not errors. */
 enum { EXIT_DONE = 0, EXIT_USAGE = 2, EXIT_FATAL = 3, EXIT_INTERRUPTED = 130 };
 
-enum scenario_id { SC_IDLE, SC_STARVED, SC_STUCK, SC_CGROUP, SC_OVERHEAD, NSCENARIOS };
+/* The timed scenarios come first, in the order they run and print;
+ * SC_OVERHEAD, which has a table of its own, is last. */
+enum scenario_id {
+	SC_IDLE, SC_STARVED, SC_STUCK, SC_CGROUP, SC_CGSTUCK, SC_OVERHEAD, NSCENARIOS
+};
 static const char *const scenario_names[NSCENARIOS] = {
-	"idle", "starved", "stuck", "cgroup", "overhead",
+	"idle", "starved", "stuck", "cgroup", "cgroup-stuck", "overhead",
 };
 
-/* The rows of one scenario.  A single-victim scenario uses KILL, MRELEASE
- * and LIMIT; the cgroup scenario uses CGKILL, JOBS1, JOBS2 and LIMIT. */
-enum row_id { ROW_KILL, ROW_CGKILL, ROW_MRELEASE, ROW_JOBS1, ROW_JOBS2, ROW_LIMIT, NROWS };
+/* The rows of one scenario, in the order they print.  A single-victim
+ * scenario uses KILL, MRELEASE, MRELEASE_STATUS and LIMIT; the cgroup
+ * scenarios use CGKILL, JOBS1, JOBS2 and LIMIT. */
+enum row_id {
+	ROW_KILL, ROW_CGKILL, ROW_MRELEASE, ROW_MRELEASE_STATUS, ROW_JOBS1, ROW_JOBS2, ROW_LIMIT,
+	NROWS
+};
+static const char *const row_ids[NROWS] = {
+	"kill", "cgroup_kill", "mrelease", "mrelease_status", "jobs1", "jobs2", "limit",
+};
 
 struct bench_opts {
 	const char *mrelease;
@@ -90,7 +102,7 @@ struct scenario {
 	const char *name;
 	bool ran, available;
 	char why[200];
-	char setup[PATH_MAX + 400];
+	char setup[2 * PATH_MAX + 400];   /* cgroup-stuck names two cgroups */
 	struct series row[NROWS];
 };
 
@@ -108,6 +120,7 @@ struct bench {
 	int64_t timeout_ns;
 	char version[128];
 	char v1_freezer[PATH_MAX], v2_root[PATH_MAX];
+	char load_start[64], load_end[64]; /* 1, 5 and 15 min load averages */
 	int64_t started;
 	struct scenario sc[SC_OVERHEAD];
 	struct overhead oh;
@@ -347,11 +360,19 @@ static struct cgdir *cg_create(const char *mount, bool freezer)
 	return NULL;
 }
 
-/* A v1-frozen task stays frozen even when killed, so thaw before reaping. */
+/* A v1-frozen task stays frozen even when killed, so thaw before reaping.
+ * A v2 cgroup is frozen only by mrelease --kill --cgroup, which thaws it
+ * again on its way out; if mrelease was stopped by --timeout first, the
+ * next victims would freeze as they join, so thaw it here too.  (A fatal
+ * signal passes through a v2 freeze, so reaping works either way.) */
 static void cg_thaw(struct cgdir *cg)
 {
-	if (cg->used && cg->freezer)
+	if (!cg->used)
+		return;
+	if (cg->freezer)
 		write_file(cg->path, "freezer.state", "THAWED");
+	else
+		write_file(cg->path, "cgroup.freeze", "0");
 }
 
 /* rmdir succeeds once the last member has been reaped; give stragglers a
@@ -466,7 +487,8 @@ struct spawn_spec {
 	int chunks;             /* split over this many mappings */
 	int cpu;                /* pin here once touched; -1 leaves it free */
 	bool sched_idle;        /* switch to SCHED_IDLE once touched */
-	int procs_fd;           /* cgroup.procs to join first, or -1 */
+	int njoin;              /* join these cgroup.procs first: */
+	int join[2];            /* a v2 cgroup, a v1 freezer, or both */
 };
 
 static _Noreturn void kid_fail(const char *what)
@@ -512,8 +534,9 @@ static _Noreturn void kid_main(const struct spawn_spec *s, int report_fd, pid_t 
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
-	if (s->procs_fd >= 0 && write(s->procs_fd, "0", 1) != 1)
-		kid_fail("join cgroup");
+	for (int i = 0; i < s->njoin; i++)
+		if (write(s->join[i], "0", 1) != 1)
+			kid_fail("join cgroup");
 	if (s->kind == KID_HOG) {
 		if (setpriority(PRIO_PROCESS, 0, -20))
 			kid_fail("nice -20");
@@ -614,7 +637,7 @@ static struct kid *start_victim(const struct spawn_spec *s)
 /* The nice -20 busy loop that starves a SCHED_IDLE victim on VICTIM_CPU. */
 static struct kid *start_hog(void)
 {
-	struct spawn_spec s = { .kind = KID_HOG, .chunks = 1, .cpu = VICTIM_CPU, .procs_fd = -1 };
+	struct spawn_spec s = { .kind = KID_HOG, .chunks = 1, .cpu = VICTIM_CPU };
 	int fd;
 	struct kid *k = kid_spawn(&s, &fd);
 
@@ -809,7 +832,7 @@ static void record(const struct bench *b, const char *scenario, int run, struct 
 
 	s->samples[s->n++] = ns;
 	fmt_ms(t, sizeof(t), ns, b);
-	fprintf(stderr, "mr-bench: %-8s run %d/%d  %-22s %s\n", scenario, run + 1, s->planned,
+	fprintf(stderr, "mr-bench: %-12s run %d/%d  %-32s %s\n", scenario, run + 1, s->planned,
 		s->label, t);
 }
 
@@ -878,7 +901,7 @@ static void time_limit(const struct bench *b, const char *scenario, int run, str
 		       int chunks)
 {
 	struct spawn_spec spec = {
-		.kind = KID_LIMIT, .bytes = b->bytes, .chunks = chunks, .cpu = -1, .procs_fd = -1,
+		.kind = KID_LIMIT, .bytes = b->bytes, .chunks = chunks, .cpu = -1,
 	};
 	int64_t dt;
 	int fd, e;
@@ -907,7 +930,7 @@ static struct kid *prepare_victim(const struct bench *b, const struct single_set
 	struct spawn_spec s = {
 		.kind = KID_VICTIM, .bytes = b->bytes, .chunks = 1,
 		.cpu = su->starve ? VICTIM_CPU : -1, .sched_idle = su->starve,
-		.procs_fd = su->freezer ? su->procs_fd : -1,
+		.njoin = su->freezer ? 1 : 0, .join = { su->procs_fd },
 	};
 	struct kid *v = start_victim(&s);
 	int e;
@@ -926,9 +949,10 @@ static void finish_victim(const struct single_setup *su, struct kid *v, struct k
 	kid_reap(v);
 }
 
-/* mrelease --kill OUTPUT [--affinity RELEASE_CPU] PID */
-static const char *const *kill_args(const char **args, const char *output, bool starve,
-				    const char *pid)
+/* mrelease --kill OUTPUT [--measure=MODE] [--affinity RELEASE_CPU] PID;
+ * measure NULL keeps mrelease's default (smaps). */
+static const char *const *kill_args(const char **args, const char *output, const char *measure,
+				    bool starve, const char *pid)
 {
 	static char cpu[8];
 	int n = 0;
@@ -936,6 +960,8 @@ static const char *const *kill_args(const char **args, const char *output, bool 
 	snprintf(cpu, sizeof(cpu), "%d", RELEASE_CPU);
 	args[n++] = "--kill";
 	args[n++] = output;
+	if (measure)
+		args[n++] = measure;
 	if (starve) {
 		args[n++] = "--affinity";
 		args[n++] = cpu;
@@ -945,17 +971,36 @@ static const char *const *kill_args(const char **args, const char *output, bool 
 	return args;
 }
 
-static void run_single(struct bench *b, struct scenario *sc, const struct single_setup *su)
+/* One timed mrelease --kill run on a fresh victim. */
+static void single_mrelease(struct bench *b, struct scenario *sc, const struct single_setup *su,
+			    int run, struct series *s, const char *output, const char *measure,
+			    bool self_report)
 {
-	struct series *kill = &sc->row[ROW_KILL], *mrel = &sc->row[ROW_MRELEASE];
-	int kill_runs = (su->starve || su->freezer) ? b->opt.kill_runs : b->opt.runs;
 	const char *args[8];
 	char pid[16];
 	struct kid *v, *hog;
 
+	v = prepare_victim(b, su, &hog);
+	snprintf(pid, sizeof(pid), "%d", v->pid);
+	time_mrelease(b, sc->name, run, s, kill_args(args, output, measure, su->starve, pid), &v, 1,
+		      self_report);
+	finish_victim(su, v, hog);
+}
+
+static void run_single(struct bench *b, struct scenario *sc, const struct single_setup *su)
+{
+	struct series *kill = &sc->row[ROW_KILL], *mrel = &sc->row[ROW_MRELEASE];
+	struct series *status = &sc->row[ROW_MRELEASE_STATUS];
+	int kill_runs = (su->starve || su->freezer) ? b->opt.kill_runs : b->opt.runs;
+	const char *affinity = su->starve ? " --affinity " XSTR(RELEASE_CPU) : "";
+	struct kid *v, *hog;
+
 	series_init(kill, "SIGKILL + wait", kill_runs, "pidfd_send_signal(SIGKILL), poll the pidfd");
-	series_init(mrel, "mrelease --kill", b->opt.runs, "mrelease --kill --quiet%s PID",
-		    su->starve ? " --affinity " XSTR(RELEASE_CPU) : "");
+	series_init(mrel, "mrelease --kill", b->opt.runs, "mrelease --kill --quiet%s PID", affinity);
+	/* The default --measure=smaps reads smaps_rollup before the kill,
+	 * about 10 ms per GiB; status mode reads /proc/PID/status instead. */
+	series_init(status, "mrelease --kill --measure=status", b->opt.runs,
+		    "mrelease --kill --quiet --measure=status%s PID", affinity);
 	series_init(&sc->row[ROW_LIMIT], "munmap (limit)", b->opt.runs,
 		    "munmap() of the same memory in one process%s",
 		    su->starve ? ", on CPU 0 beside the busy loop" : "");
@@ -966,21 +1011,15 @@ static void run_single(struct bench *b, struct scenario *sc, const struct single
 			finish_victim(su, v, hog);
 		}
 
-		v = prepare_victim(b, su, &hog);
-		snprintf(pid, sizeof(pid), "%d", v->pid);
-		time_mrelease(b, sc->name, run, mrel, kill_args(args, "--quiet", su->starve, pid), &v,
-			      1, false);
-		finish_victim(su, v, hog);
+		single_mrelease(b, sc, su, run, mrel, "--quiet", NULL, false);
+		single_mrelease(b, sc, su, run, status, "--quiet", "--measure=status", false);
 
 		hog = su->starve ? start_hog() : NULL;
 		time_limit(b, sc->name, run, &sc->row[ROW_LIMIT], 1);
 		kid_reap(hog);
 	}
 	/* One more run with --json for the time mrelease reports itself. */
-	v = prepare_victim(b, su, &hog);
-	snprintf(pid, sizeof(pid), "%d", v->pid);
-	time_mrelease(b, sc->name, 0, mrel, kill_args(args, "--json", su->starve, pid), &v, 1, true);
-	finish_victim(su, v, hog);
+	single_mrelease(b, sc, su, 0, mrel, "--json", NULL, true);
 }
 
 static void scenario_idle(struct bench *b, struct scenario *sc)
@@ -1051,32 +1090,39 @@ static void scenario_stuck(struct bench *b, struct scenario *sc)
 	cg_remove(su.freezer);
 }
 
-/* ---- the cgroup scenario ---- */
+/* ---- the cgroup scenarios: cgroup and cgroup-stuck ---- */
 
 struct cg_env {
-	struct cgdir *cg;
-	int procs_fd;
+	struct cgdir *cg;               /* the v2 cgroup that mrelease --cgroup is given */
+	struct cgdir *freezer;          /* cgroup-stuck: the v1 freezer; else NULL */
+	int procs_fd, freezer_procs_fd;
 	struct kid *v[CG_VICTIMS];
 };
 
-/* Start all victims at once (they touch in parallel), then wait for each. */
+/* Start all victims at once (they touch in parallel), then wait for each;
+ * in cgroup-stuck, then freeze them all in the v1 freezer. */
 static void cg_start_victims(const struct bench *b, struct cg_env *env)
 {
 	struct spawn_spec s = {
 		.kind = KID_VICTIM, .bytes = b->bytes / CG_VICTIMS, .chunks = 1, .cpu = -1,
-		.procs_fd = env->procs_fd,
+		.njoin = env->freezer ? 2 : 1, .join = { env->procs_fd, env->freezer_procs_fd },
 	};
-	int fd[CG_VICTIMS];
+	int fd[CG_VICTIMS], e;
 	int64_t deadline = now_ns() + setup_budget(b->bytes);
 
+	cg_thaw(env->cg);
 	for (int i = 0; i < CG_VICTIMS; i++)
 		env->v[i] = kid_spawn(&s, &fd[i]);
 	for (int i = 0; i < CG_VICTIMS; i++)
 		await_ready(env->v[i], fd[i], "victim", deadline);
+	if (env->freezer && (e = cg_freeze(env->freezer, now_ns() + 10 * NS_PER_S)))
+		errx(EXIT_FATAL, "freeze %s: %s", env->freezer->path, strerror(-e));
 }
 
 static void cg_reap_victims(struct cg_env *env)
 {
+	if (env->freezer)
+		cg_thaw(env->freezer);
 	for (int i = 0; i < CG_VICTIMS; i++)
 		kid_reap(env->v[i]);
 }
@@ -1122,7 +1168,7 @@ static int64_t time_cgroup_kill(const struct bench *b, const struct cgdir *cg)
 static bool probe_cgroup_option(const struct bench *b, struct cg_env *env, char *why, size_t len)
 {
 	struct spawn_spec s = { .kind = KID_VICTIM, .bytes = 1UL << 20, .chunks = 1, .cpu = -1,
-				.procs_fd = env->procs_fd };
+				.njoin = 1, .join = { env->procs_fd } };
 	const char *args[] = { "--dry-run", "--quiet", "--cgroup", env->cg->path, NULL };
 	struct tool_result r;
 	struct kid *v = start_victim(&s);
@@ -1136,36 +1182,89 @@ static bool probe_cgroup_option(const struct bench *b, struct cg_env *env, char 
 	return false;
 }
 
-static void scenario_cgroup(struct bench *b, struct scenario *sc)
+/* Make the cgroups of one scenario and open their cgroup.procs; false,
+ * with sc->why set, when this machine cannot run it. */
+static bool cg_env_open(const struct bench *b, struct scenario *sc, struct cg_env *env,
+			bool stuck)
 {
-	struct series *jobs[2] = { &sc->row[ROW_JOBS1], &sc->row[ROW_JOBS2] };
-	struct series *cgkill = &sc->row[ROW_CGKILL], *limit = &sc->row[ROW_LIMIT];
-	struct cg_env env = { 0 };
-	char procs[PATH_MAX + 16], kill_file[PATH_MAX + 16], why[200];
-	bool have_option;
+	char procs[PATH_MAX + 16], kill_file[PATH_MAX + 16];
 
 	if (!b->v2_root[0]) {
 		snprintf(sc->why, sizeof(sc->why), "no cgroup2 mount in /proc/self/mountinfo");
-		return;
+		return false;
 	}
-	env.cg = cg_create(b->v2_root, false);
-	if (!env.cg)
+	if (stuck && !b->v1_freezer[0]) {
+		snprintf(sc->why, sizeof(sc->why),
+			 "no cgroup-v1 freezer in /proc/self/mountinfo (the v2 freezer lets SIGKILL through)");
+		return false;
+	}
+	env->cg = cg_create(b->v2_root, false);
+	if (!env->cg)
 		err(EXIT_FATAL, "mkdir in %s", b->v2_root);
-	snprintf(kill_file, sizeof(kill_file), "%s/cgroup.kill", env.cg->path);
+	snprintf(kill_file, sizeof(kill_file), "%s/cgroup.kill", env->cg->path);
 	if (access(kill_file, W_OK)) {
 		snprintf(sc->why, sizeof(sc->why), "no cgroup.kill (Linux >= 5.14)");
-		cg_remove(env.cg);
+		cg_remove(env->cg);
+		return false;
+	}
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", env->cg->path);
+	env->procs_fd = open(procs, O_WRONLY | O_CLOEXEC);
+	if (env->procs_fd < 0)
+		err(EXIT_FATAL, "%s", procs);
+	if (!stuck)
+		return true;
+	env->freezer = cg_create(b->v1_freezer, true);
+	if (!env->freezer)
+		err(EXIT_FATAL, "mkdir in %s", b->v1_freezer);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", env->freezer->path);
+	env->freezer_procs_fd = open(procs, O_WRONLY | O_CLOEXEC);
+	if (env->freezer_procs_fd < 0)
+		err(EXIT_FATAL, "%s", procs);
+	return true;
+}
+
+static void cg_env_close(struct cg_env *env)
+{
+	if (env->procs_fd >= 0)
+		close(env->procs_fd);
+	if (env->freezer_procs_fd >= 0)
+		close(env->freezer_procs_fd);
+	if (env->freezer)
+		cg_remove(env->freezer);
+	if (env->cg)
+		cg_remove(env->cg);
+}
+
+/* cgroup: 64 victims in a v2 cgroup, free to run their exit path.
+ * cgroup-stuck: the same, but also frozen in a v1 freezer, so that only a
+ * reaper can take their memory; cgroup.kill then waits out --timeout, and
+ * runs --kill-runs times. */
+static void run_cgroup(struct bench *b, struct scenario *sc, bool stuck)
+{
+	struct series *jobs[2] = { &sc->row[ROW_JOBS1], &sc->row[ROW_JOBS2] };
+	struct series *cgkill = &sc->row[ROW_CGKILL], *limit = &sc->row[ROW_LIMIT];
+	struct cg_env env = { .procs_fd = -1, .freezer_procs_fd = -1 };
+	int kill_runs = stuck ? b->opt.kill_runs : b->opt.runs;
+	char why[200];
+	bool have_option;
+
+	if (!cg_env_open(b, sc, &env, stuck)) {
+		cg_env_close(&env);
 		return;
 	}
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", env.cg->path);
-	env.procs_fd = open(procs, O_WRONLY | O_CLOEXEC);
-	if (env.procs_fd < 0)
-		err(EXIT_FATAL, "%s", procs);
-	snprintf(sc->setup, sizeof(sc->setup), "%d victims of %zu KiB each in %s (cgroup v2)",
-		 CG_VICTIMS, (b->bytes / CG_VICTIMS) >> 10, env.cg->path);
+	if (stuck)
+		snprintf(sc->setup, sizeof(sc->setup),
+			 "%d victims of %zu KiB each in %s (cgroup v2), also frozen in %s "
+			 "(cgroup-v1 freezer, freezer.state FROZEN) so that they cannot run "
+			 "their exit path",
+			 CG_VICTIMS, (b->bytes / CG_VICTIMS) >> 10, env.cg->path,
+			 env.freezer->path);
+	else
+		snprintf(sc->setup, sizeof(sc->setup), "%d victims of %zu KiB each in %s (cgroup v2)",
+			 CG_VICTIMS, (b->bytes / CG_VICTIMS) >> 10, env.cg->path);
 	sc->available = true;
 
-	series_init(cgkill, "cgroup.kill + wait", b->opt.runs,
+	series_init(cgkill, "cgroup.kill + wait", kill_runs,
 		    "write 1 to cgroup.kill, wait for \"populated 0\" in cgroup.events");
 	for (int j = 0; j < 2; j++)
 		series_init(jobs[j], j ? "mrelease --jobs 2" : "mrelease --jobs 1", b->opt.runs,
@@ -1179,12 +1278,14 @@ static void scenario_cgroup(struct bench *b, struct scenario *sc)
 		snprintf(jobs[j]->why, sizeof(jobs[j]->why), "%s", why);
 	}
 	if (!have_option)
-		warnx("cgroup: mrelease rows not available: %s", why);
+		warnx("%s: mrelease rows not available: %s", sc->name, why);
 
 	for (int run = 0; run < b->opt.runs; run++) {
-		cg_start_victims(b, &env);
-		record(b, sc->name, run, cgkill, time_cgroup_kill(b, env.cg));
-		cg_reap_victims(&env);
+		if (run < kill_runs) {
+			cg_start_victims(b, &env);
+			record(b, sc->name, run, cgkill, time_cgroup_kill(b, env.cg));
+			cg_reap_victims(&env);
+		}
 
 		for (int j = 0; j < 2 && have_option; j++) {
 			char n[4];
@@ -1207,8 +1308,17 @@ static void scenario_cgroup(struct bench *b, struct scenario *sc)
 		time_mrelease(b, sc->name, 0, jobs[j], args, env.v, CG_VICTIMS, true);
 		cg_reap_victims(&env);
 	}
-	close(env.procs_fd);
-	cg_remove(env.cg);
+	cg_env_close(&env);
+}
+
+static void scenario_cgroup(struct bench *b, struct scenario *sc)
+{
+	run_cgroup(b, sc, false);
+}
+
+static void scenario_cgroup_stuck(struct bench *b, struct scenario *sc)
+{
+	run_cgroup(b, sc, true);
 }
 
 /* ---- mrelease's own overhead ---- */
@@ -1228,8 +1338,7 @@ static void time_dry_run(const struct bench *b, struct series *s, const char *co
 
 static void scenario_overhead(struct bench *b)
 {
-	struct spawn_spec s = { .kind = KID_VICTIM, .bytes = SMALL_VICTIM, .chunks = 1, .cpu = -1,
-				.procs_fd = -1 };
+	struct spawn_spec s = { .kind = KID_VICTIM, .bytes = SMALL_VICTIM, .chunks = 1, .cpu = -1 };
 	struct overhead *oh = &b->oh;
 	char pid[16], mode[3][24];
 	struct kid *v;
@@ -1321,12 +1430,15 @@ struct target {
 	char what[80], value[32], goal[16];
 	const char *verdict;    /* PASS, MISS, n/a */
 	struct ratio r;
+	char info[64];          /* shown beside the verdict; judges nothing */
+	struct ratio info_r;
 };
 
 /* goal_max: the ratio must stay at or under limit; otherwise reach it. */
 static void judge(const struct bench *b, struct target *t, const char *what, const char *goal,
 		  const struct series *num, const struct series *den, double limit, bool goal_max)
 {
+	memset(t, 0, sizeof(*t));
 	snprintf(t->what, sizeof(t->what), "%s", what);
 	snprintf(t->goal, sizeof(t->goal), "%s", goal);
 	t->r = ratio_of(b, num, den);
@@ -1339,21 +1451,29 @@ static void judge(const struct bench *b, struct target *t, const char *what, con
 		t->verdict = t->r.v >= limit ? "PASS" : (t->r.lower_bound ? "n/a" : "MISS");
 }
 
+/* The targets are judged on mrelease --kill as users run it, with the
+ * default --measure=smaps; the status-mode ratio is printed beside it. */
 static int collect_targets(const struct bench *b, struct target *t)
 {
-	const struct scenario *cg = &b->sc[SC_CGROUP];
+	static const enum scenario_id cgroups[] = { SC_CGROUP, SC_CGSTUCK };
 	int n = 0;
-	char what[80];
+	char what[80], v[32];
 
 	for (int i = SC_IDLE; i <= SC_STUCK; i++) {
 		const struct scenario *sc = &b->sc[i];
+		struct target *x = &t[n];
 
 		if (!sc->ran)
 			continue;
 		snprintf(what, sizeof(what), "%s: mrelease / munmap limit", sc->name);
 		judge(b, &t[n++], what, "<= 1.3", &sc->row[ROW_MRELEASE], &sc->row[ROW_LIMIT], 1.3, true);
+		x->info_r = ratio_of(b, &sc->row[ROW_MRELEASE_STATUS], &sc->row[ROW_LIMIT]);
+		fmt_ratio(v, sizeof(v), x->info_r);
+		snprintf(x->info, sizeof(x->info), "(--measure=status: %s)", v);
 	}
-	if (cg->ran) {
+	if (b->sc[SC_CGROUP].ran) {
+		const struct scenario *cg = &b->sc[SC_CGROUP];
+
 		judge(b, &t[n++], "cgroup: mrelease --jobs 1 / munmap limit", "<= 1.3",
 		      &cg->row[ROW_JOBS1], &cg->row[ROW_LIMIT], 1.3, true);
 		judge(b, &t[n++], "cgroup: mrelease --jobs 2 / munmap limit", "<= 1.3",
@@ -1367,11 +1487,15 @@ static int collect_targets(const struct bench *b, struct target *t)
 		snprintf(what, sizeof(what), "%s: SIGKILL+wait / mrelease", sc->name);
 		judge(b, &t[n++], what, ">= 100", &sc->row[ROW_KILL], &sc->row[ROW_MRELEASE], 100, false);
 	}
-	if (cg->ran) {
-		judge(b, &t[n++], "cgroup: --jobs 1 / --jobs 2", ">= 1.6", &cg->row[ROW_JOBS1],
-		      &cg->row[ROW_JOBS2], 1.6, false);
-		judge(b, &t[n++], "cgroup: cgroup.kill+wait / --jobs 2", "> 1", &cg->row[ROW_CGKILL],
-		      &cg->row[ROW_JOBS2], 1.0, false);
+	for (size_t c = 0; c < sizeof(cgroups) / sizeof(cgroups[0]); c++) {
+		const struct scenario *cg = &b->sc[cgroups[c]];
+
+		if (!cg->ran)
+			continue;
+		snprintf(what, sizeof(what), "%s: --jobs 1 / --jobs 2", cg->name);
+		judge(b, &t[n++], what, ">= 1.6", &cg->row[ROW_JOBS1], &cg->row[ROW_JOBS2], 1.6, false);
+		snprintf(what, sizeof(what), "%s: cgroup.kill+wait / --jobs 2", cg->name);
+		judge(b, &t[n++], what, "> 1", &cg->row[ROW_CGKILL], &cg->row[ROW_JOBS2], 1.0, false);
 		/* "faster than" is strict. */
 		if (t[n - 1].r.valid && !t[n - 1].r.lower_bound && t[n - 1].r.v == 1.0)
 			t[n - 1].verdict = "MISS";
@@ -1381,6 +1505,8 @@ static int collect_targets(const struct bench *b, struct target *t)
 
 /* ---- the text report ---- */
 
+#define ROW_FMT "%-12s %-32s"
+
 static void print_row(const struct bench *b, FILE *f, const char *scenario, const struct series *s)
 {
 	char mn[32], md[32], mx[32], runs[16];
@@ -1389,25 +1515,38 @@ static void print_row(const struct bench *b, FILE *f, const char *scenario, cons
 	if (!s->label)
 		return;
 	if (!s->available) {
-		fprintf(f, "%-9s %-22s  not available: %s\n", scenario, s->label, s->why);
+		fprintf(f, ROW_FMT "  not available: %s\n", scenario, s->label, s->why);
 		return;
 	}
 	snprintf(runs, sizeof(runs), "%d/%d", s->n, s->planned);
 	if (!series_stats(s, &st)) {
-		fprintf(f, "%-9s %-22s %6s  %s\n", scenario, s->label, runs,
+		fprintf(f, ROW_FMT " %6s  %s\n", scenario, s->label, runs,
 			s->error[0] ? s->error : "no result");
 		return;
 	}
 	fmt_ms(mn, sizeof(mn), st.min, b);
 	fmt_ms(md, sizeof(md), st.med, b);
 	fmt_ms(mx, sizeof(mx), st.max, b);
-	fprintf(f, "%-9s %-22s %6s  %11s %11s %11s\n", scenario, s->label, runs, mn, md, mx);
+	fprintf(f, ROW_FMT " %6s  %11s %11s %11s\n", scenario, s->label, runs, mn, md, mx);
+}
+
+/* The 1, 5 and 15 minute load averages, for the header. */
+static void read_load(char *buf, size_t len)
+{
+	char raw[128];
+	double l1, l5, l15;
+
+	if (read_file("/proc/loadavg", raw, sizeof(raw)) > 0 &&
+	    sscanf(raw, "%lf %lf %lf", &l1, &l5, &l15) == 3)
+		snprintf(buf, len, "%.2f %.2f %.2f", l1, l5, l15);
+	else
+		snprintf(buf, len, "?");
 }
 
 static void print_header(const struct bench *b, FILE *f)
 {
 	struct utsname u;
-	char thp[128] = "?", load[64] = "?";
+	char thp[128] = "?";
 	const char *sel;
 	long total = meminfo_kb("MemTotal:");
 
@@ -1420,93 +1559,63 @@ static void print_header(const struct bench *b, FILE *f)
 			memmove(thp, l + 1, strlen(l + 1) + 1);
 		}
 	}
-	read_file("/proc/loadavg", load, sizeof(load));
-	load[strcspn(load, " ")] = '\0';
 	sel = b->opt.quick ? " (--quick smoke run: numbers are not meaningful)" : "";
 	fprintf(f, "mrelease benchmark%s\n", sel);
 	fprintf(f, "  mrelease   %s (%s)\n", b->opt.mrelease, b->version);
-	fprintf(f, "  machine    %ld CPUs, Linux %s, MemTotal %.1f GiB, THP %s, load %s at start\n",
-		sysconf(_SC_NPROCESSORS_ONLN), u.release, total / 1048576.0, thp, load);
-	fprintf(f, "  settings   S = %ld MiB, runs = %ld, SIGKILL runs in starved/stuck = %ld, "
+	fprintf(f, "  machine    %ld CPUs, Linux %s, MemTotal %.1f GiB, THP %s\n",
+		sysconf(_SC_NPROCESSORS_ONLN), u.release, total / 1048576.0, thp);
+	fprintf(f, "  load       load average (1, 5, 15 min) %s at start, %s at end\n",
+		b->load_start, b->load_end);
+	fprintf(f, "  settings   S = %ld MiB, runs = %ld, kill runs in starved/stuck/cgroup-stuck = %ld, "
 		   "timeout = %ld s\n",
 		b->opt.size_mib, b->opt.runs, b->opt.kill_runs, b->opt.timeout_s);
 	fprintf(f, "  victims    forked by mr-bench: mmap (MAP_POPULATE) and write every page of private\n"
 		   "             anonymous memory, report ready on a pipe, pause; fresh ones for every run\n");
-	fprintf(f, "  timed      from just before the SIGKILL (or the fork+exec of mrelease) until the\n"
-		   "             memory is back: the victim's pidfd polls readable (it exited) or its\n"
-		   "             /proc/PID/status VmRSS reads 0; for mrelease, once it has also exited\n");
+	fprintf(f, "  timed      from just before the SIGKILL or cgroup.kill (or the fork+exec of mrelease)\n"
+		   "             until the memory is back: every victim's pidfd polls readable (it exited)\n"
+		   "             or its /proc/PID/status VmRSS reads 0 or is absent; for mrelease, once it\n"
+		   "             has also exited; for cgroup.kill, once cgroup.events says \"populated 0\"\n");
 	if (b->opt.runs < 5)
 		fprintf(f, "  note       fewer than 5 runs: min/median/max are not a real table\n");
 }
 
-static void print_report(const struct bench *b, FILE *f)
+static bool scenario_shown(const struct scenario *sc)
 {
-	struct target t[16];
-	int nt = collect_targets(b, t);
-	int64_t took = now_ns() - b->started;
+	return sc->ran && sc->available;
+}
 
-	print_header(b, f);
-	fprintf(f, "\n%-9s %-22s %6s  %11s %11s %11s\n", "SCENARIO", "METHOD", "RUNS", "MIN", "MEDIAN",
-		"MAX");
-	for (int i = SC_IDLE; i <= SC_CGROUP; i++) {
+/* Each mrelease row against the limit, and the kill of its scenario
+ * (SIGKILL or cgroup.kill, and wait) against it. */
+static void print_ratios(const struct bench *b, FILE *f)
+{
+	static const enum row_id mrows[] = { ROW_MRELEASE, ROW_MRELEASE_STATUS, ROW_JOBS1, ROW_JOBS2 };
+
+	fprintf(f, "\nRatios of medians                              this/limit  kill/this\n");
+	for (int i = SC_IDLE; i < SC_OVERHEAD; i++) {
 		const struct scenario *sc = &b->sc[i];
-		static const enum row_id order[] = { ROW_KILL, ROW_CGKILL, ROW_MRELEASE, ROW_JOBS1,
-						     ROW_JOBS2, ROW_LIMIT };
+		const struct series *kill = sc->row[ROW_KILL].label ? &sc->row[ROW_KILL]
+								   : &sc->row[ROW_CGKILL];
 
-		if (!sc->ran)
+		if (!scenario_shown(sc))
 			continue;
-		if (!sc->available) {
-			fprintf(f, "%-9s not available: %s\n", sc->name, sc->why);
-			continue;
-		}
-		for (size_t r = 0; r < sizeof(order) / sizeof(order[0]); r++)
-			print_row(b, f, sc->name, &sc->row[order[r]]);
-	}
+		for (size_t r = 0; r < sizeof(mrows) / sizeof(mrows[0]); r++) {
+			const struct series *s = &sc->row[mrows[r]];
+			char a[32], k[32];
 
-	fprintf(f, "\nSetup\n");
-	for (int i = SC_IDLE; i <= SC_CGROUP; i++)
-		if (b->sc[i].ran && b->sc[i].available)
-			fprintf(f, "  %-8s %s\n", b->sc[i].name, b->sc[i].setup);
-	fprintf(f, "\nCommands\n");
-	for (int i = SC_IDLE; i <= SC_CGROUP; i++)
-		for (int r = 0; r < NROWS; r++) {
-			const struct series *s = &b->sc[i].row[r];
-
-			if (b->sc[i].ran && b->sc[i].available && s->label)
-				fprintf(f, "  %-8s %-22s %s\n", b->sc[i].name, s->label, s->command);
-		}
-
-	fprintf(f, "\nRatios of medians     mrelease/limit  kill/mrelease\n");
-	for (int i = SC_IDLE; i <= SC_STUCK; i++) {
-		const struct scenario *sc = &b->sc[i];
-		char a[32], k[32];
-
-		if (!sc->ran || !sc->available)
-			continue;
-		fmt_ratio(a, sizeof(a), ratio_of(b, &sc->row[ROW_MRELEASE], &sc->row[ROW_LIMIT]));
-		fmt_ratio(k, sizeof(k), ratio_of(b, &sc->row[ROW_KILL], &sc->row[ROW_MRELEASE]));
-		fprintf(f, "  %-20s %14s %14s\n", sc->name, a, k);
-	}
-	if (b->sc[SC_CGROUP].ran && b->sc[SC_CGROUP].available) {
-		const struct scenario *sc = &b->sc[SC_CGROUP];
-
-		for (int j = 0; j < 2; j++) {
-			const struct series *s = &sc->row[j ? ROW_JOBS2 : ROW_JOBS1];
-			char a[32], k[32], name[32];
-
-			snprintf(name, sizeof(name), "cgroup --jobs %d", j + 1);
+			if (!s->label)
+				continue;
 			fmt_ratio(a, sizeof(a), ratio_of(b, s, &sc->row[ROW_LIMIT]));
-			fmt_ratio(k, sizeof(k), ratio_of(b, &sc->row[ROW_CGKILL], s));
-			fprintf(f, "  %-20s %14s %14s  (kill = cgroup.kill+wait)\n", name, a, k);
+			fmt_ratio(k, sizeof(k), ratio_of(b, kill, s));
+			fprintf(f, "  " ROW_FMT " %10s %10s\n", sc->name, s->label, a, k);
 		}
 	}
+	fprintf(f, "  (kill = SIGKILL + wait; in cgroup and cgroup-stuck, cgroup.kill + wait)\n");
+}
 
-	fprintf(f, "\nTargets (medians)                             value      goal    result\n");
-	for (int i = 0; i < nt; i++)
-		fprintf(f, "  %-42s %9s  %8s    %s\n", t[i].what, t[i].value, t[i].goal, t[i].verdict);
-
+static void print_self_reports(const struct bench *b, FILE *f)
+{
 	fprintf(f, "\nmrelease's own report (one extra run each with --json instead of --quiet)\n");
-	for (int i = SC_IDLE; i <= SC_CGROUP; i++)
+	for (int i = SC_IDLE; i < SC_OVERHEAD; i++)
 		for (int r = 0; r < NROWS; r++) {
 			const struct series *s = &b->sc[i].row[r];
 			char w[32];
@@ -1515,44 +1624,94 @@ static void print_report(const struct bench *b, FILE *f)
 				continue;
 			fmt_ms(w, sizeof(w), s->self.wall_ns, b);
 			if (s->self.error[0])
-				fprintf(f, "  %-8s %-18s %s\n", b->sc[i].name, s->label, s->self.error);
+				fprintf(f, "  %-12s %-18s %s\n", b->sc[i].name, s->label, s->self.error);
 			else
-				fprintf(f, "  %-8s %-18s wall %s; reports elapsed_us %lld, slowest "
+				fprintf(f, "  %-12s %-18s wall %s; reports elapsed_us %lld, slowest "
 					   "release_us %lld (targets: %d)\n",
 					b->sc[i].name, s->label, w, s->self.elapsed_us,
 					s->self.release_us, s->self.targets);
 		}
+}
 
-	if (b->oh.ran) {
-		struct stats none;
-		bool have_none = series_stats(&b->oh.measure[2], &none);
+static void print_overhead(const struct bench *b, FILE *f)
+{
+	struct stats none;
+	bool have_none = series_stats(&b->oh.measure[2], &none);
 
-		fprintf(f, "\nmrelease overhead (wall time of fork+exec+exit, %ld runs)\n",
-			b->opt.overhead_runs);
-		print_row(b, f, "overhead", &b->oh.dry_small);
-		for (int m = 0; m < 3; m++) {
-			struct stats st;
-			char label[48], d[32];
+	fprintf(f, "\nmrelease overhead (wall time of fork+exec+exit, %ld runs)\n",
+		b->opt.overhead_runs);
+	print_row(b, f, "overhead", &b->oh.dry_small);
+	for (int m = 0; m < 3; m++) {
+		struct stats st;
+		char label[48], d[32];
 
-			print_row(b, f, "measure", &b->oh.measure[m]);
-			if (m < 2 && have_none && series_stats(&b->oh.measure[m], &st) &&
-			    st.med != TIMED_OUT && none.med != TIMED_OUT) {
-				snprintf(label, sizeof(label), "--measure=%s", measure_modes[m]);
-				fmt_ms(d, sizeof(d), st.med - none.med > 0 ? st.med - none.med : 0, b);
-				fprintf(f, "          %-22s costs %s over --measure=none (medians, %zu MiB victim)\n",
-					label, d, b->bytes >> 20);
-			}
+		print_row(b, f, "measure", &b->oh.measure[m]);
+		if (m < 2 && have_none && series_stats(&b->oh.measure[m], &st) &&
+		    st.med != TIMED_OUT && none.med != TIMED_OUT) {
+			snprintf(label, sizeof(label), "--measure=%s", measure_modes[m]);
+			fmt_ms(d, sizeof(d), st.med - none.med > 0 ? st.med - none.med : 0, b);
+			fprintf(f, "%-12s %-32s costs %s over --measure=none (medians, %zu MiB victim)\n",
+				"", label, d, b->bytes >> 20);
 		}
 	}
+}
+
+static void print_report(const struct bench *b, FILE *f)
+{
+	struct target t[MAX_TARGETS];
+	int nt = collect_targets(b, t);
+	int64_t took = now_ns() - b->started;
+
+	print_header(b, f);
+	fprintf(f, "\n" ROW_FMT " %6s  %11s %11s %11s\n", "SCENARIO", "METHOD", "RUNS", "MIN",
+		"MEDIAN", "MAX");
+	for (int i = SC_IDLE; i < SC_OVERHEAD; i++) {
+		const struct scenario *sc = &b->sc[i];
+
+		if (!sc->ran)
+			continue;
+		if (!sc->available) {
+			fprintf(f, "%-12s not available: %s\n", sc->name, sc->why);
+			continue;
+		}
+		for (int r = 0; r < NROWS; r++)
+			print_row(b, f, sc->name, &sc->row[r]);
+	}
+
+	fprintf(f, "\nSetup\n");
+	for (int i = SC_IDLE; i < SC_OVERHEAD; i++)
+		if (scenario_shown(&b->sc[i]))
+			fprintf(f, "  %-12s %s\n", b->sc[i].name, b->sc[i].setup);
+	fprintf(f, "\nCommands\n");
+	for (int i = SC_IDLE; i < SC_OVERHEAD; i++)
+		for (int r = 0; r < NROWS; r++) {
+			const struct series *s = &b->sc[i].row[r];
+
+			if (scenario_shown(&b->sc[i]) && s->label)
+				fprintf(f, "  " ROW_FMT " %s\n", b->sc[i].name, s->label, s->command);
+		}
+
+	print_ratios(b, f);
+
+	fprintf(f, "\nTargets (medians; mrelease --kill rows with the default --measure=smaps)\n");
+	fprintf(f, "  %-42s %9s  %8s    %s\n", "", "value", "goal", "result");
+	for (int i = 0; i < nt; i++)
+		fprintf(f, "  %-42s %9s  %8s    %s%s%s\n", t[i].what, t[i].value, t[i].goal,
+			t[i].verdict, t[i].info[0] ? "  " : "", t[i].info);
+
+	print_self_reports(b, f);
+	if (b->oh.ran)
+		print_overhead(b, f);
 
 	fprintf(f, "\nNotes\n");
 	fprintf(f, "  median is the middle run (the lower middle for an even count); \"> %ld s\" is a run\n"
-		   "  stopped by --timeout, whose victim was then cleaned up (thawed, busy loop killed)\n",
+		   "  stopped by --timeout, whose victims were then cleaned up (thawed, busy loop killed)\n",
 		b->opt.timeout_s);
 	if (b->opt.kill_runs != b->opt.runs)
-		fprintf(f, "  SIGKILL + wait ran %ld times (--kill-runs) in starved and stuck, where it is "
-			   "expected to time out\n", b->opt.kill_runs);
-	for (int i = SC_IDLE; i <= SC_CGROUP; i++)
+		fprintf(f, "  SIGKILL + wait (starved, stuck) and cgroup.kill + wait (cgroup-stuck) ran %ld\n"
+			   "  times (--kill-runs): there they are expected to time out\n",
+			b->opt.kill_runs);
+	for (int i = SC_IDLE; i < SC_OVERHEAD; i++)
 		for (int r = 0; r < NROWS; r++) {
 			const struct series *s = &b->sc[i].row[r];
 
@@ -1633,9 +1792,7 @@ static void json_series(FILE *f, const char *id, const struct series *s)
 
 static void write_json(const struct bench *b, const char *path)
 {
-	static const char *const row_ids[NROWS] = { "kill", "cgroup_kill", "mrelease", "jobs1",
-						    "jobs2", "limit" };
-	struct target t[16];
+	struct target t[MAX_TARGETS];
 	int nt = collect_targets(b, t);
 	FILE *f = fopen(path, "w");
 	bool first = true;
@@ -1647,11 +1804,15 @@ static void write_json(const struct bench *b, const char *path)
 	fputs(",\"version\":", f);
 	json_str(f, b->version);
 	fprintf(f, ",\"size_mib\":%ld,\"runs\":%ld,\"kill_runs\":%ld,\"timeout_s\":%ld,"
-		   "\"overhead_runs\":%ld,\"quick\":%s,\"cpus\":%ld},\"scenarios\":[",
+		   "\"overhead_runs\":%ld,\"quick\":%s,\"cpus\":%ld,\"load_start\":",
 		b->opt.size_mib, b->opt.runs, b->opt.kill_runs, b->opt.timeout_s,
 		b->opt.overhead_runs, b->opt.quick ? "true" : "false",
 		sysconf(_SC_NPROCESSORS_ONLN));
-	for (int i = SC_IDLE; i <= SC_CGROUP; i++) {
+	json_str(f, b->load_start);
+	fputs(",\"load_end\":", f);
+	json_str(f, b->load_end);
+	fputs("},\"scenarios\":[", f);
+	for (int i = SC_IDLE; i < SC_OVERHEAD; i++) {
 		const struct scenario *sc = &b->sc[i];
 		bool first_row = true;
 
@@ -1683,7 +1844,16 @@ static void write_json(const struct bench *b, const char *path)
 				t[i].r.lower_bound ? "true" : "false");
 		else
 			fputs(",\"value\":null", f);
-		fprintf(f, ",\"result\":\"%s\"}", t[i].verdict);
+		fprintf(f, ",\"result\":\"%s\"", t[i].verdict);
+		/* The --measure=status ratio, for information only. */
+		if (t[i].info[0]) {
+			fputs(",\"status_mode_value\":", f);
+			if (t[i].info_r.valid)
+				fprintf(f, "%.3f", t[i].info_r.v);
+			else
+				fputs("null", f);
+		}
+		fputc('}', f);
 	}
 	fputs("]", f);
 	if (b->oh.ran) {
@@ -1707,6 +1877,7 @@ static const char doc[] =
 	"munmap() limit\v"
 	"Scenarios: idle, starved (SCHED_IDLE victim under a nice -20 busy loop on CPU 1), "
 	"stuck (cgroup-v1 freezer), cgroup (64 victims, --jobs 1 and 2 against cgroup.kill), "
+	"cgroup-stuck (the same 64, also held in a cgroup-v1 freezer), "
 	"overhead (--dry-run and --measure costs).  Needs root.  Exit status: 0 done (targets "
 	"may still be missed), 2 usage error, 3 fatal error, 130 interrupted.  Usually run as "
 	"'sudo tests/bench/run --build-dir build'.";
@@ -1717,10 +1888,12 @@ static const struct argp_option options[] = {
 	{ "size", 's', "MIB", 0, "memory per scenario in MiB (default 1024)", 0 },
 	{ "runs", 'r', "N", 0, "runs per scenario and method (default 5)", 0 },
 	{ "kill-runs", OPT_KILL_RUNS, "N", 0,
-	  "runs of SIGKILL+wait in starved and stuck, which wait out the timeout (default: --runs)", 0 },
+	  "runs of SIGKILL+wait in starved and stuck, and of cgroup.kill+wait in cgroup-stuck, "
+	  "which wait out the timeout (default: --runs)", 0 },
 	{ "timeout", 't', "SECONDS", 0, "stop waiting for memory after this long (default 30)", 0 },
 	{ "overhead-runs", OPT_OVERHEAD_RUNS, "N", 0, "runs of each overhead measurement (default 20)", 0 },
-	{ "only", OPT_ONLY, "LIST", 0, "run only these of idle,starved,stuck,cgroup,overhead", 0 },
+	{ "only", OPT_ONLY, "LIST", 0,
+	  "run only these of idle,starved,stuck,cgroup,cgroup-stuck,overhead", 0 },
 	{ "json", 'j', "FILE", 0, "also write the results as JSON to FILE", 0 },
 	{ "quick", OPT_QUICK, NULL, 0, "smoke run: 64 MiB, 1 run, 5 s timeout, 3 overhead runs", 0 },
 	{ 0 }
@@ -1829,6 +2002,7 @@ static void prepare(struct bench *b)
 	b->bytes = (size_t)b->opt.size_mib << 20;
 	b->timeout_ns = b->opt.timeout_s * NS_PER_S;
 	b->started = now_ns();
+	read_load(b->load_start, sizeof(b->load_start));
 	run_tool(b, args, true, 10 * NS_PER_S, &r);
 	if (r.status != 0)
 		errx(EXIT_FATAL, "%s --version: %s", b->opt.mrelease,
@@ -1838,7 +2012,7 @@ static void prepare(struct bench *b)
 	free(r.out);
 	find_cgroup_mount("freezer", b->v1_freezer, sizeof(b->v1_freezer));
 	find_cgroup_mount(NULL, b->v2_root, sizeof(b->v2_root));
-	for (int i = SC_IDLE; i <= SC_CGROUP; i++)
+	for (int i = SC_IDLE; i < SC_OVERHEAD; i++)
 		b->sc[i].name = scenario_names[i];
 }
 
@@ -1854,9 +2028,10 @@ static void run_scenarios(struct bench *b)
 		[SC_STARVED] = scenario_starved,
 		[SC_STUCK] = scenario_stuck,
 		[SC_CGROUP] = scenario_cgroup,
+		[SC_CGSTUCK] = scenario_cgroup_stuck,
 	};
 
-	for (int i = SC_IDLE; i <= SC_CGROUP; i++) {
+	for (int i = SC_IDLE; i < SC_OVERHEAD; i++) {
 		if (!wanted(b, i))
 			continue;
 		b->sc[i].ran = true;
@@ -1881,6 +2056,7 @@ int main(int argc, char **argv)
 	prepare(&b);
 	run_scenarios(&b);
 	cleanup();
+	read_load(b.load_end, sizeof(b.load_end));
 	print_report(&b, stdout);
 	if (b.opt.json)
 		write_json(&b, b.opt.json);
