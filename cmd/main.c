@@ -186,7 +186,7 @@ static void raise_fd_limit(void)
 
 static void read_stdin_pids(struct options *o)
 {
-	char bad[32];
+	char bad[48]; /* a word of up to 31 characters and "..." */
 	int r;
 
 	if (!o->read_stdin)
