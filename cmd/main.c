@@ -91,7 +91,7 @@ static void parse_pid_arg(struct argp_state *state, struct options *o, const cha
 	if (mr_parse_pidspec(arg, &spec))
 		argp_error(state, "'%s': not a valid pid (1..%d, or PID:INODE)", arg, MR_PID_MAX);
 	if (mr_pidlist_add(&o->pids, spec))
-		argp_failure(state, MR_EXIT_FATAL, ENOMEM, "pid list");
+		err(MR_EXIT_FATAL, "pid list");
 }
 
 static long parse_number(struct argp_state *state, const char *opt, const char *arg,
@@ -108,11 +108,14 @@ static long parse_number(struct argp_state *state, const char *opt, const char *
 static void parse_affinity(struct argp_state *state, struct options *o, const char *arg)
 {
 	cpu_set_t online, both;
+	int r;
 
 	if (mr_parse_cpulist(arg, &o->sched.cpus))
 		argp_error(state, "--affinity '%s': not a CPU list such as 0,2-3", arg);
-	if (mr_cpus_online(&online))
-		argp_failure(state, MR_EXIT_FATAL, errno, "/sys/devices/system/cpu/online");
+	if ((r = mr_cpus_online(&online))) {
+		errno = -r;
+		err(MR_EXIT_FATAL, "/sys/devices/system/cpu/online");
+	}
 	CPU_AND(&both, &o->sched.cpus, &online);
 	if (!CPU_EQUAL(&both, &o->sched.cpus))
 		argp_error(state, "--affinity '%s': names a CPU that is not online", arg);
@@ -129,7 +132,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		const char **c = reallocarray(o->cgroups, o->ncgroups + 1, sizeof(*c));
 
 		if (!c)
-			argp_failure(state, MR_EXIT_FATAL, ENOMEM, "cgroup list");
+			err(MR_EXIT_FATAL, "cgroup list");
 		o->cgroups = c;
 		o->cgroups[o->ncgroups++] = arg;
 		break;
@@ -285,7 +288,7 @@ static size_t add_targets(struct mr_procinfo *pi, struct mr_run *run, struct pic
 	size_t added = 0;
 
 	known = calloc(run->ntargets ? run->ntargets : 1, sizeof(*known));
-	t = reallocarray(run->targets, run->ntargets + n ? run->ntargets + n : 1, sizeof(*t));
+	t = reallocarray(run->targets, (run->ntargets + n) ? (run->ntargets + n) : 1, sizeof(*t));
 	if (!known || !t)
 		err(MR_EXIT_FATAL, "target list");
 	run->targets = t;
@@ -622,6 +625,17 @@ static void report(const struct options *o, const struct mr_run *run)
 		err(MR_EXIT_FATAL, "standard output");
 }
 
+static void free_run(struct mr_run *run)
+{
+	for (size_t i = 0; i < run->ntargets; i++)
+		mr_target_close(&run->targets[i]);
+	free(run->targets);
+	for (size_t i = 0; i < run->ncgroups; i++)
+		mr_cgroup_free(&run->cgroups[i]);
+	free(run->cgroups);
+	mr_cgmounts_free(&run->mounts);
+}
+
 static int exit_status(const struct mr_run *run)
 {
 	size_t failed = 0;
@@ -675,7 +689,10 @@ int main(int argc, char **argv)
 	report(&o, &run);
 	release_signals();
 
+	r = exit_status(&run);
 	mr_procinfo_free(pi);
+	free_run(&run);
 	mr_pidlist_free(&o.pids);
-	return exit_status(&run);
+	free(o.cgroups);
+	return r;
 }

@@ -115,6 +115,9 @@ const char *mr_target_strerror(const struct mr_target *t, char *buf, size_t len)
 		snprintf(buf, len, "not the process with pidfs inode %llu; the pid was reused",
 			 (unsigned long long)t->want_ino);
 		return buf;
+	case MR_E_NO_PIDFD:
+		return "no pidfd_open here (Linux before 5.3, or a seccomp filter); "
+		       "mrelease acts only through pidfds";
 	case MR_E_NO_PIDFS: return "pidfds have no inode of their own before Linux 6.9; "
 				   "cannot check PID:INODE";
 	}

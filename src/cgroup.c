@@ -68,31 +68,38 @@ static int parse_mount_line(struct mr_cgmounts *ms, char *line)
 	}
 	if (sep < 0 || sep + 3 >= n)
 		return 0;
-	if (strcmp(field[sep + 1], "cgroup2") && strcmp(field[sep + 1], "cgroup"))
+	if (strcmp(field[sep + 1], "cgroup2") != 0 && strcmp(field[sep + 1], "cgroup") != 0)
 		return 0;
 	unescape(field[4]);
 	return add_mount(ms, field[4], strcmp(field[sep + 1], "cgroup2") == 0, field[sep + 3]);
 }
 
-int mr_cgmounts_read(struct mr_cgmounts *ms, const char *mountinfo)
+int mr_cgmounts_parse(struct mr_cgmounts *ms, FILE *f)
 {
 	char *line = NULL;
 	size_t cap = 0;
-	FILE *f;
 	int r = 0;
 
 	*ms = (struct mr_cgmounts){ 0 };
-	f = fopen(mountinfo, "re");
-	if (!f)
-		return -errno;
 	while (!r && getline(&line, &cap, f) > 0)
 		r = parse_mount_line(ms, line);
 	if (!r && ferror(f))
 		r = -EIO;
 	free(line);
-	fclose(f);
 	if (r)
 		mr_cgmounts_free(ms);
+	return r;
+}
+
+int mr_cgmounts_read(struct mr_cgmounts *ms, const char *mountinfo)
+{
+	FILE *f = fopen(mountinfo, "re");
+	int r;
+
+	if (!f)
+		return -errno;
+	r = mr_cgmounts_parse(ms, f);
+	fclose(f);
 	return r;
 }
 

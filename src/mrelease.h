@@ -54,6 +54,7 @@ enum mr_error {
 	MR_E_NOSYS,       /* no process_mrelease and the fallback wait timed out */
 	MR_E_INODE,       /* not the pidfs inode that was asked for */
 	MR_E_NO_PIDFS,    /* an inode was given, but pidfds have none here */
+	MR_E_NO_PIDFD,    /* pidfd_open is missing */
 };
 
 struct mr_mem {
@@ -171,6 +172,7 @@ int64_t mr_now_us(void);
 
 /* cgroup.c */
 int mr_cgmounts_read(struct mr_cgmounts *ms, const char *mountinfo);
+int mr_cgmounts_parse(struct mr_cgmounts *ms, FILE *f);
 void mr_cgmounts_free(struct mr_cgmounts *ms);
 const struct mr_cgmount *mr_cgmounts_v2(const struct mr_cgmounts *ms);
 int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_cgroup *cg);

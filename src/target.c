@@ -94,6 +94,8 @@ int mr_target_open(struct mr_procinfo *pi, struct mr_target *t)
 
 		if (e == ESRCH)
 			mr_target_fail(t, MR_E_NO_PROCESS, 0);
+		else if (e == ENOSYS)
+			mr_target_fail(t, MR_E_NO_PIDFD, 0);
 		/* A thread that is not its group's leader: EINVAL before
 		 * Linux 6.9, ENOENT since PIDFD_THREAD came. */
 		else if ((e == EINVAL || e == ENOENT) && mr_proc_identity(pi, t, &flags, &state) == 0 &&

@@ -224,7 +224,9 @@ in_pidns() {
 	local a=$VPID
 	start_victim -m 4
 	local log=$BATS_TEST_TMPDIR/strace
-	run -0 strace -f -o "$log" -e trace=setpriority,sched_setaffinity,process_mrelease \
+	# LeakSanitizer cannot run under ptrace: off here, on everywhere else.
+	ASAN_OPTIONS=detect_leaks=0 run -0 strace -f -o "$log" \
+		-e trace=setpriority,sched_setaffinity,process_mrelease \
 		"$MRELEASE" --quiet --kill --nice 7 --affinity 0 --jobs 2 "$a" "$VPID"
 	# Two worker threads, each with its own tid, other than the main one,
 	# which exits last.

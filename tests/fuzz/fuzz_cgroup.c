@@ -1,0 +1,40 @@
+/* fuzz_cgroup.c: libFuzzer target for the cgroup path resolver. The input
+ * is a mountinfo text, a NUL, and a path to resolve against those mounts.
+ * Resolving only looks at the file system (stat, realpath, access). */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mrelease.h"
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
+{
+	const unsigned char *nul = memchr(data, '\0', size);
+	size_t mlen = nul ? (size_t)(nul - data) : size;
+	struct mr_cgmounts ms;
+	struct mr_cgroup cg;
+	char *path;
+	FILE *f;
+
+	f = fmemopen((void *)data, mlen ? mlen : 1, "r");
+	if (!f)
+		return 0;
+	if (mr_cgmounts_parse(&ms, f)) {
+		fclose(f);
+		return 0;
+	}
+	fclose(f);
+	path = strndup(nul ? (const char *)nul + 1 : "", nul ? size - mlen - 1 : 0);
+	if (path && mr_cgroup_resolve(&ms, path, &cg) == 0) {
+		/* What resolves is an absolute path without "..". */
+		if (cg.path[0] != '/' || strstr(cg.path, "/../"))
+			abort();
+		mr_cgroup_free(&cg);
+	}
+	free(path);
+	mr_cgmounts_free(&ms);
+	return 0;
+}
