@@ -1,0 +1,56 @@
+#!/usr/bin/env bats
+# reuse.bats: a pid that is reused between selection and action. mrelease
+# is stopped by gdb after it has opened and measured its target; the target
+# is then killed and reaped, and processes are started until one gets its
+# pid. The new process must survive. All of it runs in a pid namespace of
+# its own with a small pid_max, so the pid comes round quickly and nothing
+# outside can be touched. (A pid namespace has its own pid_max since Linux
+# 6.14; before that the test is skipped.)
+
+bats_require_minimum_version 1.5.0
+load common
+
+setup() {
+	need_root
+	command -v gdb >/dev/null || skip "needs gdb"
+	command -v unshare >/dev/null || skip "needs unshare"
+}
+
+@test "a pid reused after selection is not signalled: the new process lives" {
+	run --separate-stderr unshare --pid --fork --mount-proc bash -c '
+		set -u
+		mr=$1 victim=$2 dir=$3
+		echo 500 >/proc/sys/kernel/pid_max || exit 77
+		# After a wrap the kernel hands out pids from 300 up: start past it.
+		while :; do /bin/true & p=$!; wait $p; [ $p -gt 310 ] && break; done
+		# The first victim, in a subshell that reaps it when it dies.
+		( "$victim" -m 4 -r "$dir/a" </dev/null >/dev/null & echo $! >"$dir/apid"; wait ) &
+		while [ ! -s "$dir/a" ]; do sleep 0.05; done
+		a=$(cat "$dir/apid")
+		cat >"$dir/recycle" <<-SCRIPT
+			kill -9 $a
+			while kill -0 $a 2>/dev/null; do sleep 0.01; done
+			for i in \$(seq 2000); do
+				"$victim" -r "$dir/b.\$i" </dev/null >/dev/null 2>&1 &
+				p=\$!
+				if [ "\$p" = "$a" ]; then echo "\$p" >"$dir/bpid"; exit 0; fi
+				kill -9 "\$p"; wait "\$p" 2>/dev/null
+			done
+			exit 1
+		SCRIPT
+		gdb -q -batch -nx -ex "set startup-with-shell off" \
+			-ex "break mr_release_all" -ex run \
+			-ex "shell bash $dir/recycle" -ex continue \
+			--args "$mr" --kill --json "$a" >"$dir/gdb.out" 2>"$dir/gdb.err"
+		[ -s "$dir/bpid" ] || { echo "pid $a did not come round" >&2; exit 1; }
+		b=$(cat "$dir/bpid")
+		for i in $(seq 100); do [ -s "$dir/b."* ] 2>/dev/null && break; sleep 0.05; done
+		sleep 0.2
+		kill -0 "$b" && echo "pid $b (the new process) lives"
+		grep "^{\"pid\"" "$dir/gdb.out"
+	' bash "$MRELEASE" "$MR_VICTIM" "$BATS_TEST_TMPDIR"
+	[ "$status" -ne 77 ] || skip "a pid namespace has no pid_max of its own here"
+	[ "$status" -eq 0 ] || fail "exit $status: $stderr; gdb said: $(cat "$BATS_TEST_TMPDIR"/gdb.*)"
+	assert_line --regexp '^pid [0-9]+ \(the new process\) lives$'
+	assert_line --regexp '"status":"exited"'
+}

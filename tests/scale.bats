@@ -1,0 +1,82 @@
+#!/usr/bin/env bats
+# scale.bats: many targets: memory that does not grow with them beyond
+# their own records, and no descriptor left behind.
+
+bats_require_minimum_version 1.5.0
+load common
+
+SLEEPERS=()
+
+setup() {
+	need_root
+	[ -x /usr/bin/time ] || skip "needs GNU time (Debian: time)"
+}
+
+# Only sleepers that are still ours: a pid reaped already may be reused.
+stop_sleepers() {
+	local p
+	for p in "${SLEEPERS[@]}"; do
+		[ "$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null)" = "sleep 1000 " ] &&
+			kill -9 "$p" 2>/dev/null
+	done
+	wait 2>/dev/null
+	SLEEPERS=()
+	return 0
+}
+
+teardown() {
+	stop_sleepers
+}
+
+# start_sleepers N: N processes of our own to be targets, pids in SLEEPERS.
+start_sleepers() {
+	local i
+	SLEEPERS=()
+	for ((i = 0; i < $1; i++)); do
+		sleep 1000 </dev/null >/dev/null 2>&1 3>&- &
+		SLEEPERS+=("$!")
+	done
+}
+
+# max_rss_kb ARGS...: the peak RSS of mrelease run with ARGS, pids on stdin.
+max_rss_kb() {
+	local log=$BATS_TEST_TMPDIR/time
+	printf '%s\n' "${SLEEPERS[@]}" >"$BATS_TEST_TMPDIR/pids"
+	/usr/bin/time -f %M -o "$log" "$MRELEASE" "$@" - <"$BATS_TEST_TMPDIR/pids" \
+		>/dev/null 2>&1
+	cat "$log"
+}
+
+@test "memory stays flat from 200 to 2000 killed targets" {
+	start_sleepers 200
+	local small
+	small=$(max_rss_kb --kill --quiet --measure=status)
+	stop_sleepers
+	start_sleepers 2000
+	local big
+	big=$(max_rss_kb --kill --quiet --measure=status)
+	# 1800 more targets may cost their records (a few hundred bytes each)
+	# and the pid lists, not a leak per target.
+	echo "peak RSS: $small KiB for 200 targets, $big KiB for 2000" >&3
+	[ $((big - small)) -lt 4096 ] || fail "peak RSS grew from $small to $big KiB"
+}
+
+@test "every pidfd is closed by the end, and 2000 targets fit a low soft limit" {
+	start_sleepers 2000
+	local log=$BATS_TEST_TMPDIR/strace
+	command -v strace >/dev/null || skip "needs strace"
+	printf '%s\n' "${SLEEPERS[@]}" >"$BATS_TEST_TMPDIR/pids"
+	ASAN_OPTIONS=detect_leaks=0 run -0 --separate-stderr bash -c \
+		'ulimit -Sn 64 && exec strace -f -qq -o "$0" -e trace=pidfd_open,close "$1" --dry-run --json - <"$2"' \
+		"$log" "$MRELEASE" "$BATS_TEST_TMPDIR/pids"
+	assert_equal "$(jq -r .summary.failed <<<"$output")" 0
+	assert_equal "$(jq -r .summary.targets <<<"$output")" 2000
+	# Each descriptor pidfd_open returned is closed again.
+	local opened closed
+	opened=$(grep -o 'pidfd_open([0-9]*, 0) *= [0-9]*' "$log" | awk '{ print $NF }' | sort -n)
+	closed=$(grep -o 'close([0-9]*)' "$log" | tr -dc '0-9\n' | sort -n)
+	assert_equal "$(wc -l <<<"$opened")" 2000
+	local missing
+	missing=$(comm -23 <(sort -u <<<"$opened") <(sort -u <<<"$closed") | head -n 5)
+	[ -z "$missing" ] || fail "pidfds never closed: $missing"
+}
