@@ -30,7 +30,11 @@ enum { OPT_NO_RECURSIVE = 0x100 };
 /* A killed cgroup is scanned again for processes forked before their parent
  * died, this many times at most. */
 #define MAX_ROUNDS 100
-#define FREEZE_TIMEOUT_MS 1000
+/* Running tasks freeze within a tick or two. Tasks that never will (in
+ * uninterruptible sleep, or held by the v1 freezer) are the very ones
+ * mrelease is for, and cgroup.kill stops forks by itself, so the freeze
+ * gets no more than this before the kill goes ahead. */
+#define FREEZE_TIMEOUT_MS 20
 
 /* One release run: what act() and its helpers share. */
 struct act {
@@ -83,6 +87,7 @@ const char *argp_program_bug_address = NULL;
 static void parse_pid_arg(struct argp_state *state, struct options *o, const char *arg)
 {
 	struct mr_pidspec spec;
+	int r;
 
 	if (strcmp(arg, "-") == 0) {
 		o->read_stdin = true;
@@ -90,7 +95,10 @@ static void parse_pid_arg(struct argp_state *state, struct options *o, const cha
 	}
 	if (mr_parse_pidspec(arg, &spec))
 		argp_error(state, "'%s': not a valid pid (1..%d, or PID:INODE)", arg, MR_PID_MAX);
-	if (mr_pidlist_add(&o->pids, spec))
+	r = mr_pidlist_add(&o->pids, spec);
+	if (r == -E2BIG)
+		argp_error(state, "more than %d pids", MR_PID_MAX);
+	if (r)
 		err(MR_EXIT_FATAL, "pid list");
 }
 
@@ -198,6 +206,8 @@ static void read_stdin_pids(struct options *o)
 	if (r == -EINVAL || r == -ERANGE)
 		errx(MR_EXIT_USAGE, "standard input: '%s': not a valid pid (1..%d, or PID:INODE)",
 		     bad, MR_PID_MAX);
+	if (r == -E2BIG)
+		errx(MR_EXIT_USAGE, "standard input: more than %d pids", MR_PID_MAX);
 	if (r) {
 		errno = -r;
 		err(MR_EXIT_FATAL, "standard input");
@@ -278,10 +288,29 @@ static int cmp_pid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* A member listed in a cgroup may have exited, and its pid gone to another
+ * process, before we opened it: that member has exited, and the process
+ * now behind the pid is none of ours. */
+static void check_member(const struct options *o, const struct mr_run *run, struct mr_target *t)
+{
+	if (t->status == MR_FAILED && t->error == MR_E_NO_PROCESS) {
+		t->status = MR_EXITED;
+		t->error = MR_E_NONE;
+		return;
+	}
+	if (t->status != MR_PENDING)
+		return;
+	if (mr_cgroup_holds(&run->cgroups[t->cgroup], t->pid, o->recursive) != 1 ||
+	    !mr_target_alive(t)) {
+		t->status = MR_EXITED;
+		t->comm[0] = '\0';
+	}
+}
+
 /* Add the picks that are not targets yet, open them, and return how many
  * were new. */
-static size_t add_targets(struct mr_procinfo *pi, struct mr_run *run, struct pick *picks,
-			  size_t n)
+static size_t add_targets(const struct options *o, struct mr_procinfo *pi, struct mr_run *run,
+			  struct pick *picks, size_t n)
 {
 	struct mr_target *t;
 	pid_t *known;
@@ -303,6 +332,8 @@ static size_t add_targets(struct mr_procinfo *pi, struct mr_run *run, struct pic
 		t = &run->targets[run->ntargets++];
 		mr_target_init(t, picks[i].spec, picks[i].cgroup);
 		mr_target_open(pi, t);
+		if (t->cgroup >= 0)
+			check_member(o, run, t);
 		added++;
 	}
 	free(known);
@@ -344,7 +375,7 @@ static void select_targets(const struct options *o, struct mr_procinfo *pi, stru
 	for (size_t i = 0; i < o->pids.len; i++)
 		picks[n++] = (struct pick){ o->pids.v[i], -1 };
 	cgroup_picks(o, run, &picks, &n);
-	add_targets(pi, run, picks, n);
+	add_targets(o, pi, run, picks, n);
 	free(picks);
 }
 
@@ -356,7 +387,7 @@ static size_t rescan(const struct options *o, struct mr_procinfo *pi, struct mr_
 	size_t n = 0, added;
 
 	cgroup_picks(o, run, &picks, &n);
-	added = add_targets(pi, run, picks, n);
+	added = add_targets(o, pi, run, picks, n);
 	free(picks);
 	return added;
 }

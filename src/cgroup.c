@@ -34,7 +34,8 @@ static void unescape(char *s)
 	*w = '\0';
 }
 
-static int add_mount(struct mr_cgmounts *ms, const char *path, bool v2, const char *opts)
+static int add_mount(struct mr_cgmounts *ms, const char *path, const char *root, bool v2,
+		     const char *opts)
 {
 	struct mr_cgmount *m = reallocarray(ms->m, ms->n + 1, sizeof(*m));
 
@@ -43,10 +44,12 @@ static int add_mount(struct mr_cgmounts *ms, const char *path, bool v2, const ch
 	ms->m = m;
 	m = &ms->m[ms->n];
 	m->path = strdup(path);
+	m->root = strdup(root);
 	m->options = strdup(opts);
 	m->v2 = v2;
-	if (!m->path || !m->options) {
+	if (!m->path || !m->root || !m->options) {
 		free(m->path);
+		free(m->root);
 		free(m->options);
 		return -ENOMEM;
 	}
@@ -70,8 +73,10 @@ static int parse_mount_line(struct mr_cgmounts *ms, char *line)
 		return 0;
 	if (strcmp(field[sep + 1], "cgroup2") != 0 && strcmp(field[sep + 1], "cgroup") != 0)
 		return 0;
+	unescape(field[3]);
 	unescape(field[4]);
-	return add_mount(ms, field[4], strcmp(field[sep + 1], "cgroup2") == 0, field[sep + 3]);
+	return add_mount(ms, field[4], field[3], strcmp(field[sep + 1], "cgroup2") == 0,
+			 field[sep + 3]);
 }
 
 int mr_cgmounts_parse(struct mr_cgmounts *ms, FILE *f)
@@ -107,6 +112,7 @@ void mr_cgmounts_free(struct mr_cgmounts *ms)
 {
 	for (size_t i = 0; i < ms->n; i++) {
 		free(ms->m[i].path);
+		free(ms->m[i].root);
 		free(ms->m[i].options);
 	}
 	free(ms->m);
@@ -197,6 +203,7 @@ int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_c
 {
 	const struct mr_cgmount *m = NULL, *v2 = mr_cgmounts_v2(ms);
 	char joined[PATH_MAX], real[PATH_MAX];
+	const char *root, *tail;
 	struct stat st;
 
 	*cg = (struct mr_cgroup){ .memory_before_kb = MR_UNKNOWN, .memory_after_kb = MR_UNKNOWN };
@@ -225,10 +232,19 @@ int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_c
 		return -EXDEV;
 	if (!is_file(real, "cgroup.procs"))
 		return -EINVAL;
-	cg->path = strdup(real);
-	if (!cg->path)
-		return -ENOMEM;
 	cg->v2 = m->v2;
+	cg->path = strdup(real);
+	cg->controllers = strdup(m->options);
+	/* /proc/PID/cgroup names cgroups from the hierarchy's root, of which
+	 * the mount shows m->root. */
+	root = strcmp(m->root, "/") ? m->root : "";
+	tail = real + strlen(m->path);
+	if (asprintf(&cg->rel, "%s%s", root, *root || *tail ? tail : "/") < 0)
+		cg->rel = NULL;
+	if (!cg->path || !cg->controllers || !cg->rel) {
+		mr_cgroup_free(cg);
+		return -ENOMEM;
+	}
 	cg->memory_file = memory_file(ms, m, real);
 	return 0;
 }
@@ -236,8 +252,73 @@ int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_c
 void mr_cgroup_free(struct mr_cgroup *cg)
 {
 	free(cg->path);
+	free(cg->rel);
+	free(cg->controllers);
 	free(cg->memory_file);
-	cg->path = cg->memory_file = NULL;
+	cg->path = cg->rel = cg->controllers = cg->memory_file = NULL;
+}
+
+static bool same_hierarchy(const struct mr_cgroup *cg, const char *id, const char *list)
+{
+	char *copy, *tok, *save = NULL;
+	bool match = false;
+
+	if (cg->v2)
+		return strcmp(id, "0") == 0 && !*list;
+	if (!*list || !(copy = strdup(list)))
+		return false;
+	for (tok = strtok_r(copy, ",", &save); tok && !match; tok = strtok_r(NULL, ",", &save)) {
+		struct mr_cgmount m = { .options = cg->controllers };
+
+		match = has_controller(&m, tok);
+	}
+	free(copy);
+	return match;
+}
+
+/* Whether cgroup rel is top, or with recursive, one of its descendants. */
+static bool below(const char *rel, const char *top, bool recursive)
+{
+	size_t len = strlen(top);
+
+	if (strcmp(rel, top) == 0)
+		return true;
+	if (!recursive)
+		return false;
+	return strcmp(top, "/") == 0 || (strncmp(rel, top, len) == 0 && rel[len] == '/');
+}
+
+/* Whether the process is in cg (or below it, with recursive): a member's
+ * pid may have been reused between listing and opening. 1 yes, 0 no, or
+ * -errno when /proc says nothing; the caller checks afterwards that the pidfd's process is still
+ * there, which makes the answer its own. */
+int mr_cgroup_holds(const struct mr_cgroup *cg, pid_t pid, bool recursive)
+{
+	char path[64], *line = NULL;
+	size_t cap = 0;
+	int r = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (r == 0 && getline(&line, &cap, f) > 0) {
+		char *id = line, *list, *rel;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (!(list = strchr(id, ':')) || !(rel = strchr(list + 1, ':')))
+			continue;
+		*list++ = '\0';
+		*rel++ = '\0';
+		if (!same_hierarchy(cg, id, list))
+			continue;
+		/* Its place in this hierarchy decides, one way or the other. */
+		r = below(rel, cg->rel, recursive) ? 1 : -ENOENT;
+	}
+	free(line);
+	fclose(f);
+	return r > 0;
 }
 
 static int read_procs(int dirfd, struct mr_pidlist *out)
@@ -352,7 +433,7 @@ int mr_cgroup_freeze(const struct mr_cgroup *cg, bool frozen, unsigned int timeo
 {
 	char events[PATH_MAX], buf[512];
 	int64_t deadline = mr_now_us() + (int64_t)timeout_ms * 1000;
-	struct timespec tick = { 0, 200000 };
+	struct timespec tick = { 0, 100000 };
 	int r;
 
 	if (!cg->v2)

@@ -81,6 +81,8 @@ struct mr_target {
 /* A cgroup named by --cgroup, with what was found and done in it. */
 struct mr_cgroup {
 	char *path;        /* absolute, as resolved */
+	char *rel;         /* as /proc/PID/cgroup names it */
+	char *controllers; /* v1: the hierarchy's super options */
 	bool v2;
 	char *memory_file; /* memory.current, or v1 memory.usage_in_bytes; or NULL */
 	size_t members, released, failed;
@@ -89,6 +91,7 @@ struct mr_cgroup {
 
 struct mr_cgmount {
 	char *path;
+	char *root; /* the hierarchy's directory mounted there */
 	bool v2;
 	char *options; /* super options: the v1 controllers */
 };
@@ -178,6 +181,7 @@ const struct mr_cgmount *mr_cgmounts_v2(const struct mr_cgmounts *ms);
 int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_cgroup *cg);
 void mr_cgroup_free(struct mr_cgroup *cg);
 int mr_cgroup_members(const struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out);
+int mr_cgroup_holds(const struct mr_cgroup *cg, pid_t pid, bool recursive);
 int mr_cgroup_freeze(const struct mr_cgroup *cg, bool frozen, unsigned int timeout_ms);
 int mr_cgroup_kill(const struct mr_cgroup *cg);
 int mr_cgroup_memory_kb(const struct mr_cgroup *cg, int64_t *kb);

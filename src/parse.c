@@ -137,8 +137,12 @@ int mr_cpus_online(cpu_set_t *set)
 	return mr_parse_cpulist(buf, set);
 }
 
+/* At most as many entries as there can be pids: a stream of duplicates
+ * cannot make the list grow without end. */
 int mr_pidlist_add(struct mr_pidlist *l, struct mr_pidspec spec)
 {
+	if (l->len >= MR_PID_MAX)
+		return -E2BIG;
 	if (l->len == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 64;
 		struct mr_pidspec *v = reallocarray(l->v, cap, sizeof(*v));

@@ -57,6 +57,11 @@ bad_cases=(
 	kill -0 "$VPID"
 }
 
+@test "standard input is bounded: a word, and the number of pids" {
+	run -2 --separate-stderr bash -c 'yes 5 | head -n 4194305 | "$0" --kill -' "$MRELEASE"
+	assert_equal "$stderr" "mrelease: standard input: more than 4194304 pids"
+}
+
 @test "empty standard input is no target and no error" {
 	run -0 --separate-stderr "$MRELEASE" --kill --json - </dev/null
 	assert_equal "$(jq -r .summary.targets <<<"$output")" 0
