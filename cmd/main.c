@@ -30,11 +30,12 @@ enum { OPT_NO_RECURSIVE = 0x100 };
 /* A killed cgroup is scanned again for processes forked before their parent
  * died, this many times at most. */
 #define MAX_ROUNDS 100
-/* Running tasks freeze within a tick or two. Tasks that never will (in
+/* A task freezes as soon as it runs; tasks that never will (in
  * uninterruptible sleep, or held by the v1 freezer) are the very ones
- * mrelease is for, and cgroup.kill stops forks by itself, so the freeze
- * gets no more than this before the kill goes ahead. */
-#define FREEZE_TIMEOUT_MS 20
+ * mrelease is for. The kernel's cgroup.kill deals with concurrent forks by
+ * itself, so the freeze is a second guard and gets no more than this
+ * before the kill goes ahead. */
+#define FREEZE_TIMEOUT_MS 5
 
 /* One release run: what act() and its helpers share. */
 struct act {
