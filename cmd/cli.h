@@ -25,6 +25,31 @@ struct mr_run {
 	struct mr_release_stats stats;
 };
 
+/* The options, as argp leaves them. */
+struct mr_options {
+	bool kill, dry_run, json, quiet, verbose, recursive, wait, read_stdin;
+	enum mr_measure_mode measure;
+	unsigned int wait_ms;
+	unsigned int jobs; /* 0: one per CPU of the affinity set */
+	struct mr_sched sched;
+	struct mr_pidlist pids;
+	const char **cgroups;
+	size_t ncgroups;
+};
+
+/* select.c */
+void mr_resolve_cgroups(const struct mr_options *o, struct mr_run *run);
+void mr_select_targets(const struct mr_options *o, struct mr_procinfo *pi, struct mr_run *run);
+size_t mr_rescan(const struct mr_options *o, struct mr_procinfo *pi, struct mr_run *run);
+void mr_measure_targets(struct mr_procinfo *pi, struct mr_run *run, size_t from);
+void mr_measure_after(struct mr_procinfo *pi, struct mr_run *run);
+void mr_measure_cgroups(struct mr_run *run, bool after);
+void mr_free_run(struct mr_run *run);
+
+/* act.c */
+void mr_act(const struct mr_options *o, struct mr_procinfo *pi, struct mr_run *run);
+void mr_release_signals(void);
+
 /* report.c */
 void mr_report_text(FILE *out, const struct mr_run *run);
 void mr_report_json(FILE *out, const struct mr_run *run);
