@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -87,6 +88,14 @@ static void kill_cgroups(void *arg)
 
 		if (!cg->v2 || !a->o->recursive)
 			continue;
+		/* Frozen or killed as a whole, such a cgroup would take
+		 * mrelease with it; it is refused as a target instead. */
+		if (mr_cgroup_holds(cg, getpid(), true) != 0) {
+			if (a->o->verbose)
+				warnx("cgroup %s: mrelease runs inside it; killing each process "
+				      "through its pidfd", cg->path);
+			continue;
+		}
 		r = mr_cgroup_freeze(cg, true, FREEZE_TIMEOUT_MS);
 		if (r == 0 || r == -ETIMEDOUT)
 			a->frozen[i] = true;

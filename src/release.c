@@ -162,6 +162,8 @@ int mr_release_all(struct mr_target **targets, size_t n, const struct mr_release
 		if (targets[i]->status == MR_PENDING)
 			p.order[p.n++] = targets[i];
 	qsort(p.order, p.n, sizeof(*p.order), by_rss_desc);
+	if (jobs > p.n)
+		jobs = p.n ? (unsigned int)p.n : 1;
 
 	pthread_mutex_init(&p.lock, NULL);
 	pthread_cond_init(&p.cond, NULL);

@@ -188,3 +188,19 @@ v1_release() {
 	fi
 	kill -0 "$VPID"
 }
+
+@test "v2: mrelease inside the cgroup it kills neither freezes nor kills itself" {
+	need_v2
+	local cg
+	make_cgroup "$V2"
+	cg=$CG
+	start_victim -m 8
+	join "$cg" "$VPID"
+	run -64 --separate-stderr timeout 30 bash -c 'echo $$ >"$1/cgroup.procs" &&
+		exec "$2" --kill --verbose --json --cgroup "$1"' bash "$cg" "$MRELEASE"
+	assert_regex "$stderr" "mrelease runs inside it; killing each process through its pidfd"
+	assert_regex "$stderr" "refusing to release mrelease itself"
+	assert_equal "$(json_get '.summary.failed')" 1
+	assert_regex "$(json_get "[.targets[] | select(.pid == $VPID)][0].status")" '^(released|exited)$'
+	assert_equal "$(cat "$cg/cgroup.freeze")" 0
+}
