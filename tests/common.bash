@@ -101,14 +101,16 @@ clean_cgroups() {
 		[ -d "$cg" ] || continue
 		[ -f "$cg/freezer.state" ] && echo THAWED >"$cg/freezer.state"
 		[ -f "$cg/cgroup.freeze" ] && echo 0 >"$cg/cgroup.freeze"
-		for ((n = 0; n < 100; n++)); do
-			[ -s "$cg/cgroup.procs" ] || break
+		# Killed members take a moment to leave, and an emptied cgroup
+		# can stay busy a little longer: retry, bounded.
+		for ((n = 0; n < 200; n++)); do
 			while read -r p; do
 				is_victim "$p" && kill -9 "$p" 2>/dev/null
 			done <"$cg/cgroup.procs"
+			rmdir "$cg" 2>/dev/null && break
 			sleep 0.05
 		done
-		rmdir "$cg" 2>/dev/null || echo "could not remove $cg" >&2
+		[ ! -d "$cg" ] || echo "could not remove $cg" >&2
 	done
 	TEST_CGROUPS=()
 	return 0
