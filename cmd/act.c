@@ -28,9 +28,12 @@ struct act {
 	struct mr_run *run;
 	struct mr_release_opts ro;
 	struct mr_release_stats stats;
-	bool *frozen; /* per cgroup: we froze it and must thaw it */
 	sigset_t sigmask; /* the mask before signals were held */
 };
+
+/* The cgroups this run froze, for thaw_cgroups() at exit too. */
+static const struct mr_run *frozen_run;
+static bool *frozen_by_us;
 
 static const int held_signals[] = { SIGINT, SIGTERM, SIGHUP };
 static volatile sig_atomic_t caught_signal;
@@ -81,6 +84,7 @@ void mr_release_signals(void)
 static void kill_cgroups(void *arg)
 {
 	struct act *a = arg;
+	bool was_frozen;
 
 	for (size_t i = 0; i < a->run->ncgroups; i++) {
 		struct mr_cgroup *cg = &a->run->cgroups[i];
@@ -96,9 +100,16 @@ static void kill_cgroups(void *arg)
 				      "through its pidfd", cg->path);
 			continue;
 		}
-		r = mr_cgroup_freeze(cg, true, FREEZE_TIMEOUT_MS);
-		if (r == 0 || r == -ETIMEDOUT)
-			a->frozen[i] = true;
+		/* Thaw afterwards only what we froze: a cgroup frozen before
+		 * stays as its owner left it (fatal signals pass the freeze). */
+		r = mr_cgroup_frozen(cg, &was_frozen);
+		if (!r && !was_frozen) {
+			r = mr_cgroup_freeze(cg, true);
+			if (!r) {
+				frozen_by_us[i] = true;
+				r = mr_cgroup_wait_frozen(cg, FREEZE_TIMEOUT_MS);
+			}
+		}
 		if (r && a->o->verbose)
 			warnx("cgroup %s: %s; killing without freezing first", cg->path,
 			      r == -ETIMEDOUT ? "not frozen in time" :
@@ -110,19 +121,21 @@ static void kill_cgroups(void *arg)
 	}
 }
 
-static void thaw_cgroups(struct act *a)
+/* Thaw what kill_cgroups froze. Also run at exit, so that no error path
+ * leaves a cgroup frozen behind it. */
+static void thaw_cgroups(void)
 {
-	for (size_t i = 0; i < a->run->ncgroups; i++) {
+	for (size_t i = 0; frozen_run && i < frozen_run->ncgroups; i++) {
 		int r;
 
-		if (!a->frozen[i])
+		if (!frozen_by_us[i])
 			continue;
-		r = mr_cgroup_freeze(&a->run->cgroups[i], false, 0);
+		r = mr_cgroup_freeze(&frozen_run->cgroups[i], false);
 		if (r) {
 			errno = -r;
-			warn("cgroup %s: cannot thaw", a->run->cgroups[i].path);
+			warn("cgroup %s: cannot thaw", frozen_run->cgroups[i].path);
 		}
-		a->frozen[i] = false;
+		frozen_by_us[i] = false;
 	}
 }
 
@@ -150,7 +163,6 @@ static void release_round(struct act *a, size_t from, bool first)
 		    "nothing was sent");
 	}
 	if (r) {
-		thaw_cgroups(a);
 		errno = -r;
 		err(MR_EXIT_FATAL, "cannot start the releasing threads");
 	}
@@ -175,7 +187,6 @@ void mr_act(const struct mr_options *o, struct mr_procinfo *pi, struct mr_run *r
 		.ro = {
 			.kill = o->kill,
 			.jobs = o->jobs ? o->jobs : default_jobs(o),
-			.wait_ms = o->wait_ms,
 			.sched = o->sched,
 		},
 	};
@@ -191,9 +202,11 @@ void mr_act(const struct mr_options *o, struct mr_procinfo *pi, struct mr_run *r
 	}
 	a.ro.kill_first_arg = &a;
 	hold_signals(&a.sigmask);
-	a.frozen = calloc(run->ncgroups + 1, sizeof(*a.frozen));
-	if (!a.frozen)
+	frozen_by_us = calloc(run->ncgroups + 1, sizeof(*frozen_by_us));
+	if (!frozen_by_us)
 		err(MR_EXIT_FATAL, "cgroup list");
+	frozen_run = run;
+	atexit(thaw_cgroups);
 	if (o->verbose)
 		warnx("releasing %zu target%s on %u thread%s", run->ntargets,
 		      run->ntargets == 1 ? "" : "s", a.ro.jobs, a.ro.jobs == 1 ? "" : "s");
@@ -211,21 +224,21 @@ void mr_act(const struct mr_options *o, struct mr_procinfo *pi, struct mr_run *r
 			      run->ntargets - from, run->ntargets - from == 1 ? "" : "es");
 		mr_measure_targets(pi, run, from);
 	}
-	thaw_cgroups(&a);
-	free(a.frozen);
+	thaw_cgroups();
+	frozen_run = NULL;
 	if (run->stats.nosys)
 		warnx("process_mrelease is not available (Linux before 5.15, or a seccomp "
 		      "filter); waited for the targets to exit instead");
 	if (o->verbose && run->stats.retries)
 		warnx("process_mrelease was retried %u times", run->stats.retries);
-	if (o->wait) {
+	if (o->wait || run->stats.nosys) {
 		struct mr_target **ptrs = calloc(run->ntargets + 1, sizeof(*ptrs));
 
 		if (!ptrs)
 			err(MR_EXIT_FATAL, "target list");
 		for (size_t i = 0; i < run->ntargets; i++)
 			ptrs[i] = &run->targets[i];
-		r = mr_wait_exit(ptrs, run->ntargets, o->wait_ms, &a.sigmask);
+		r = mr_wait_exit(ptrs, run->ntargets, o->wait_ms, &a.sigmask, o->wait);
 		free(ptrs);
 		if (r == -EINTR)
 			warnx("interrupted while waiting; reporting what was done");

@@ -105,7 +105,8 @@ const char *mr_target_strerror(const struct mr_target *t, char *buf, size_t len)
 		return buf;
 	case MR_E_NOT_EXITING: return "not exiting; use --kill";
 	case MR_E_SHARED_MM:
-		return "address space shared with a live process (vfork or CLONE_VM); not released";
+		return "killed, but not released: its address space is shared with a live "
+		       "process (vfork or CLONE_VM)";
 	case MR_E_UNREADABLE:
 		snprintf(buf, len, "cannot read its memory figures: %s", strerror(t->errnum));
 		return buf;
@@ -115,6 +116,7 @@ const char *mr_target_strerror(const struct mr_target *t, char *buf, size_t len)
 		snprintf(buf, len, "not the process with pidfs inode %llu; the pid was reused",
 			 (unsigned long long)t->want_ino);
 		return buf;
+	case MR_E_PROC: return "alive, but not to be read in /proc (mounted with hidepid?)";
 	case MR_E_NO_PIDFD:
 		return "no pidfd_open here (Linux before 5.3, or a seccomp filter); "
 		       "mrelease acts only through pidfds";
@@ -333,18 +335,48 @@ void mr_report_text(FILE *out, const struct mr_run *run)
 	}
 }
 
-/* Bytes outside printable ASCII become \u00XX: a process name need not be
- * UTF-8, and the document must stay valid. */
+/* Length of the valid UTF-8 sequence at p, or 0: no overlong forms, no
+ * surrogates, nothing above U+10FFFF. */
+static size_t utf8_len(const unsigned char *p)
+{
+	size_t len;
+	unsigned int cp;
+
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+/* Valid UTF-8 passes as it is. A process or cgroup name need not be UTF-8:
+ * each byte of an invalid sequence becomes \u00XX, as is each control
+ * character, so the document stays valid. */
 static void json_string(FILE *out, const char *s)
 {
 	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t len = *p < 0x80 ? 1 : utf8_len(p);
+
 		if (*p == '"' || *p == '\\')
 			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20 || *p >= 0x7f)
+		else if (*p < 0x20 || *p == 0x7f || len == 0)
 			fprintf(out, "\\u%04x", *p);
 		else
-			fputc(*p, out);
+			fwrite(p, 1, len, out);
+		p += len ? len : 1;
 	}
 	fputc('"', out);
 }

@@ -82,23 +82,22 @@ static int cmp_pid(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* A member listed in a cgroup may have exited, and its pid gone to another
- * process, before we opened it: that member has exited, and the process
- * now behind the pid is none of ours. */
-static void check_member(const struct mr_options *o, const struct mr_run *run, struct mr_target *t)
+/* A member listed in a cgroup may have exited, or left, and its pid gone
+ * to another process, before we opened it. One that exited is reported as
+ * such; one no longer in the cgroup is no target, and whatever now has its
+ * pid is none of ours: false, to drop it. */
+static bool still_member(const struct mr_options *o, const struct mr_run *run,
+			 struct mr_target *t)
 {
 	if (t->status == MR_FAILED && t->error == MR_E_NO_PROCESS) {
 		t->status = MR_EXITED;
 		t->error = MR_E_NONE;
-		return;
+		return true;
 	}
 	if (t->status != MR_PENDING)
-		return;
-	if (mr_cgroup_holds(&run->cgroups[t->cgroup], t->pid, o->recursive) != 1 ||
-	    !mr_target_alive(t)) {
-		t->status = MR_EXITED;
-		t->comm[0] = '\0';
-	}
+		return true;
+	return mr_cgroup_holds(&run->cgroups[t->cgroup], t->pid, o->recursive) == 1 &&
+	       mr_target_alive(t);
 }
 
 /* Add the picks that are not targets yet, open them, and return how many
@@ -124,20 +123,24 @@ static size_t add_targets(const struct mr_options *o, struct mr_procinfo *pi, st
 		if ((i && picks[i].spec.pid == picks[i - 1].spec.pid) ||
 		    known_pid(known, run->ntargets - added, picks[i].spec.pid))
 			continue;
-		t = &run->targets[run->ntargets++];
+		t = &run->targets[run->ntargets];
 		mr_target_init(t, picks[i].spec, picks[i].cgroup);
 		mr_target_open(pi, t);
-		if (t->cgroup >= 0)
-			check_member(o, run, t);
+		if (t->cgroup >= 0 && !still_member(o, run, t)) {
+			mr_target_close(t);
+			continue;
+		}
+		run->ntargets++;
 		added++;
 	}
 	free(known);
 	return added;
 }
 
-/* The members of every cgroup, as picks appended to *picks. */
-static void cgroup_picks(const struct mr_options *o, struct mr_run *run, struct pick **picks,
-			 size_t *n)
+/* The members of every cgroup, as picks appended to *picks; -errno, with
+ * the cgroup's index in *bad, when one cannot be listed. */
+static int cgroup_picks(const struct mr_options *o, struct mr_run *run, struct pick **picks,
+			size_t *n, size_t *bad)
 {
 	for (size_t c = 0; c < run->ncgroups; c++) {
 		struct mr_pidlist members = { 0 };
@@ -146,8 +149,9 @@ static void cgroup_picks(const struct mr_options *o, struct mr_run *run, struct 
 
 		r = mr_cgroup_members(&run->cgroups[c], o->recursive, &members);
 		if (r) {
-			errno = -r;
-			err(MR_EXIT_FATAL, "cgroup %s", run->cgroups[c].path);
+			mr_pidlist_free(&members);
+			*bad = c;
+			return r;
 		}
 		p = reallocarray(*picks, *n + members.len + 1, sizeof(*p));
 		if (!p)
@@ -157,19 +161,24 @@ static void cgroup_picks(const struct mr_options *o, struct mr_run *run, struct 
 			p[(*n)++] = (struct pick){ members.v[i], (int)c };
 		mr_pidlist_free(&members);
 	}
+	return 0;
 }
 
 /* Open every named pid and every member of every cgroup once. */
 void mr_select_targets(const struct mr_options *o, struct mr_procinfo *pi, struct mr_run *run)
 {
 	struct pick *picks = calloc(o->pids.len + 1, sizeof(*picks));
-	size_t n = 0;
+	size_t n = 0, bad;
+	int r;
 
 	if (!picks)
 		err(MR_EXIT_FATAL, "target list");
 	for (size_t i = 0; i < o->pids.len; i++)
 		picks[n++] = (struct pick){ o->pids.v[i], -1 };
-	cgroup_picks(o, run, &picks, &n);
+	if ((r = cgroup_picks(o, run, &picks, &n, &bad))) {
+		errno = -r;
+		err(MR_EXIT_FATAL, "cgroup %s", run->cgroups[bad].path);
+	}
 	add_targets(o, pi, run, picks, n);
 	free(picks);
 }
@@ -179,9 +188,17 @@ void mr_select_targets(const struct mr_options *o, struct mr_procinfo *pi, struc
 size_t mr_rescan(const struct mr_options *o, struct mr_procinfo *pi, struct mr_run *run)
 {
 	struct pick *picks = NULL;
-	size_t n = 0, added;
+	size_t n = 0, added, bad;
+	int r;
 
-	cgroup_picks(o, run, &picks, &n);
+	/* Killing has begun: a cgroup that cannot be listed again ends the
+	 * rescans, not the run, which still has to report. */
+	if ((r = cgroup_picks(o, run, &picks, &n, &bad))) {
+		errno = -r;
+		warn("cgroup %s: cannot look for late arrivals", run->cgroups[bad].path);
+		free(picks);
+		return 0;
+	}
 	added = add_targets(o, pi, run, picks, n);
 	free(picks);
 	return added;

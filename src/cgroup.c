@@ -338,6 +338,9 @@ static int read_procs(int dirfd, struct mr_pidlist *out)
 	}
 	while (!r && fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = '\0';
+		/* A member outside our pid namespace has no pid here. */
+		if (strcmp(line, "0") == 0)
+			continue;
 		r = mr_parse_pid(line, &spec.pid);
 		if (!r)
 			r = mr_pidlist_add(out, spec);
@@ -426,21 +429,39 @@ static int read_file(const char *path, char *buf, size_t len)
 	return 0;
 }
 
-/* Freeze (or thaw) a v2 cgroup and its descendants, and wait until the
- * kernel says "frozen 1" in cgroup.events. -ENOENT: this kernel or this
- * cgroup (the root) has no cgroup.freeze; -ETIMEDOUT: not frozen in time. */
-int mr_cgroup_freeze(const struct mr_cgroup *cg, bool frozen, unsigned int timeout_ms)
+/* Whether cgroup.freeze of a v2 cgroup asks for it to be frozen; -ENOENT
+ * where there is no cgroup.freeze (before Linux 5.2, the root cgroup). */
+int mr_cgroup_frozen(const struct mr_cgroup *cg, bool *frozen)
+{
+	char path[PATH_MAX], buf[16] = "";
+	int r;
+
+	if (!cg->v2)
+		return -ENOENT;
+	snprintf(path, sizeof(path), "%s/cgroup.freeze", cg->path);
+	if ((r = read_file(path, buf, sizeof(buf))))
+		return r;
+	*frozen = buf[0] == '1';
+	return 0;
+}
+
+/* Freeze (or thaw) a v2 cgroup and its descendants. */
+int mr_cgroup_freeze(const struct mr_cgroup *cg, bool frozen)
+{
+	if (!cg->v2)
+		return -ENOENT;
+	return write_file(cg->path, "cgroup.freeze", frozen ? "1" : "0");
+}
+
+/* Wait until the kernel says "frozen 1" in cgroup.events; -ETIMEDOUT if it
+ * has not after timeout_ms. */
+int mr_cgroup_wait_frozen(const struct mr_cgroup *cg, unsigned int timeout_ms)
 {
 	char events[PATH_MAX], buf[512];
 	int64_t deadline = mr_now_us() + (int64_t)timeout_ms * 1000;
 	struct timespec tick = { 0, 100000 };
 	int r;
 
-	if (!cg->v2)
-		return -ENOENT;
-	r = write_file(cg->path, "cgroup.freeze", frozen ? "1" : "0");
-	if (r || !frozen)
-		return r;
 	snprintf(events, sizeof(events), "%s/cgroup.events", cg->path);
 	for (;;) {
 		char *p;

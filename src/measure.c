@@ -146,8 +146,10 @@ static int gone(struct mr_mem *mem)
 }
 
 /* Returns -ESRCH, with zeros, when the process has been reaped, and another
- * -errno when its file cannot be read. A process whose address space is
- * gone but is not yet reaped reads as zeros too. */
+ * -errno when its file cannot be read while it is there (-ENOENT: hidden,
+ * as by hidepid; -EACCES: another user's). A process whose address space is
+ * gone but is not yet reaped reads as zeros: opening its smaps_rollup
+ * answers ESRCH, reading it nothing. */
 int mr_measure(struct mr_procinfo *pi, const struct mr_target *t, struct mr_mem *mem)
 {
 	struct pids_stack *s;
@@ -156,16 +158,22 @@ int mr_measure(struct mr_procinfo *pi, const struct mr_target *t, struct mr_mem 
 	mr_mem_unknown(mem);
 	if (pi->file == F_NONE)
 		return 0;
-	r = check_readable(t->pid, pi->file == F_SMAPS ? "smaps_rollup" : "status");
-	if (r)
-		return r == -ENOENT || r == -ESRCH ? gone(mem) : r;
-	s = select_one(pi->mem, t->pid);
-	if (!s)
-		return gone(mem);
 	/* Once the process is reaped its pid may name another process, whose
-	 * figures we may just have read: what the pidfd says now decides. */
+	 * figures we may just have read: what the pidfd says afterwards
+	 * decides whether they are its figures, or it is gone. */
+	r = check_readable(t->mm_pid, pi->file == F_SMAPS ? "smaps_rollup" : "status");
+	s = r ? NULL : select_one(pi->mem, t->mm_pid);
 	if (!mr_target_alive(t))
 		return gone(mem);
+	/* There, but without an address space (a zombie): nothing left. */
+	if (r == -ESRCH) {
+		*mem = (struct mr_mem){ 0, 0, 0, 0 };
+		return 0;
+	}
+	if (r)
+		return r;
+	if (!s)
+		return -ENOENT;
 	if (pi->file == F_SMAPS) {
 		mem->rss_kb = (int64_t)val(s, M_RSS)->result.ul_int;
 		mem->pss_kb = (int64_t)val(s, M_PSS)->result.ul_int;

@@ -48,13 +48,14 @@ enum mr_error {
 	MR_E_KTHREAD,
 	MR_E_THREAD,      /* a thread id, not a process; see mr_target.tgid */
 	MR_E_NOT_EXITING, /* not dying and --kill not given */
-	MR_E_SHARED_MM,   /* address space shared with a live process */
+	MR_E_SHARED_MM,   /* killed, but its address space is shared with a live process */
 	MR_E_UNREADABLE,  /* the measurement file could not be read */
 	MR_E_TIMEOUT,     /* still there after the wait */
 	MR_E_NOSYS,       /* no process_mrelease and the fallback wait timed out */
 	MR_E_INODE,       /* not the pidfs inode that was asked for */
 	MR_E_NO_PIDFS,    /* an inode was given, but pidfds have none here */
 	MR_E_NO_PIDFD,    /* pidfd_open is missing */
+	MR_E_PROC,        /* alive, but not to be read in /proc */
 };
 
 struct mr_mem {
@@ -67,6 +68,7 @@ struct mr_target {
 	uint64_t ino;      /* its pidfd's pidfs inode, 0 before Linux 6.9 */
 	int pidfd;
 	pid_t tgid;
+	pid_t mm_pid; /* where /proc shows its memory: pid, or a live thread */
 	char comm[MR_COMM_LEN];
 	unsigned long long start_time; /* clock ticks after boot */
 	int cgroup;                    /* index into the cgroup list, or -1 */
@@ -76,6 +78,7 @@ struct mr_target {
 	enum mr_error error;
 	int errnum;
 	bool killed;
+	bool waiting; /* no process_mrelease: its exit is to be waited for */
 };
 
 /* A cgroup named by --cgroup, with what was found and done in it. */
@@ -112,7 +115,6 @@ struct mr_sched {
 struct mr_release_opts {
 	bool kill;
 	unsigned int jobs;
-	unsigned int wait_ms; /* fallback wait when process_mrelease is missing */
 	struct mr_sched sched;
 	/* With kill: called once the threads are ready, before the first
 	 * SIGKILL, to kill by other means first (cgroup.kill). */
@@ -170,7 +172,7 @@ int mr_target_kill(struct mr_target *t);
 int mr_release_all(struct mr_target **targets, size_t n, const struct mr_release_opts *o,
 		   struct mr_release_stats *stats);
 int mr_wait_exit(struct mr_target **targets, size_t n, unsigned int timeout_ms,
-		 const sigset_t *sigmask);
+		 const sigset_t *sigmask, bool released);
 int64_t mr_now_us(void);
 
 /* cgroup.c */
@@ -182,7 +184,9 @@ int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_c
 void mr_cgroup_free(struct mr_cgroup *cg);
 int mr_cgroup_members(const struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out);
 int mr_cgroup_holds(const struct mr_cgroup *cg, pid_t pid, bool recursive);
-int mr_cgroup_freeze(const struct mr_cgroup *cg, bool frozen, unsigned int timeout_ms);
+int mr_cgroup_frozen(const struct mr_cgroup *cg, bool *frozen);
+int mr_cgroup_freeze(const struct mr_cgroup *cg, bool frozen);
+int mr_cgroup_wait_frozen(const struct mr_cgroup *cg, unsigned int timeout_ms);
 int mr_cgroup_kill(const struct mr_cgroup *cg);
 int mr_cgroup_memory_kb(const struct mr_cgroup *cg, int64_t *kb);
 

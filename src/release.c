@@ -40,21 +40,6 @@ int mr_target_kill(struct mr_target *t)
 	return -t->errnum;
 }
 
-/* Without process_mrelease the best we can do is see the exit happen. */
-static void wait_instead(struct mr_target *t, unsigned int wait_ms)
-{
-	struct pollfd p = { .fd = t->pidfd, .events = POLLIN };
-	int r;
-
-	do
-		r = poll(&p, 1, (int)wait_ms);
-	while (r < 0 && errno == EINTR);
-	if (r > 0)
-		t->status = MR_EXITED;
-	else
-		mr_target_fail(t, MR_E_NOSYS, 0);
-}
-
 struct pool {
 	struct mr_target **order;
 	size_t n;
@@ -96,8 +81,10 @@ static void release_one(struct pool *p, struct mr_target *t)
 			 * shares it (vfork, CLONE_VM). */
 			mr_target_fail(t, t->killed ? MR_E_SHARED_MM : MR_E_NOT_EXITING, 0);
 		else if (e == ENOSYS) {
+			/* Without process_mrelease the best we can do is see
+			 * the exit happen: mr_wait_exit() waits for them all. */
 			atomic_store(&p->nosys, true);
-			wait_instead(t, p->o->wait_ms);
+			t->waiting = true;
 		} else
 			mr_target_fail(t, MR_E_ERRNO, e);
 		break;
@@ -210,12 +197,14 @@ out:
 	return r;
 }
 
-/* Wait until every released target has exited, up to timeout_ms; those
- * still there then have failed. While waiting, the signal mask is sigmask
- * (as ppoll takes it): a signal caught then ends the wait with -EINTR and
- * leaves the targets as they are. */
+/* Wait until the targets left waiting by a missing process_mrelease have
+ * exited, and with released, the released ones too, all up to one deadline
+ * timeout_ms away. A waiting target that exits has exited; those still there
+ * at the deadline have failed. While waiting, the signal mask is sigmask (as
+ * ppoll takes it): a signal caught then ends the wait with -EINTR, failing
+ * the waiting targets and leaving the released ones as they are. */
 int mr_wait_exit(struct mr_target **targets, size_t n, unsigned int timeout_ms,
-		 const sigset_t *sigmask)
+		 const sigset_t *sigmask, bool released)
 {
 	int64_t deadline = mr_now_us() + (int64_t)timeout_ms * 1000;
 	struct mr_target **waiting;
@@ -230,28 +219,40 @@ int mr_wait_exit(struct mr_target **targets, size_t n, unsigned int timeout_ms,
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (targets[i]->status == MR_RELEASED)
+		if (targets[i]->waiting || (released && targets[i]->status == MR_RELEASED))
 			waiting[k++] = targets[i];
-	while (k) {
+	/* Polled at least once, so that a timeout of 0 still sees the exits
+	 * that have happened. */
+	for (bool first = true; k; first = false) {
 		int64_t left = deadline - mr_now_us();
-		struct timespec ts = { left / 1000000, (left % 1000000) * 1000 };
+		struct timespec ts;
 		size_t still = 0;
 
-		if (left <= 0)
+		if (left <= 0 && !first)
 			break;
+		if (left < 0)
+			left = 0;
+		ts = (struct timespec){ left / 1000000, (left % 1000000) * 1000 };
 		for (size_t i = 0; i < k; i++)
 			fds[i] = (struct pollfd){ .fd = waiting[i]->pidfd, .events = POLLIN };
 		if (ppoll(fds, k, &ts, sigmask) < 0) {
 			r = -errno;
-			goto out;
+			break;
 		}
-		for (size_t i = 0; i < k; i++)
+		for (size_t i = 0; i < k; i++) {
 			if (!(fds[i].revents & POLLIN))
 				waiting[still++] = waiting[i];
+			else if (waiting[i]->waiting)
+				waiting[i]->status = MR_EXITED;
+		}
 		k = still;
 	}
-	for (size_t i = 0; i < k; i++)
-		mr_target_fail(waiting[i], MR_E_TIMEOUT, 0);
+	for (size_t i = 0; i < k; i++) {
+		if (waiting[i]->waiting)
+			mr_target_fail(waiting[i], MR_E_NOSYS, 0);
+		else if (!r)
+			mr_target_fail(waiting[i], MR_E_TIMEOUT, 0);
+	}
 out:
 	free(waiting);
 	free(fds);

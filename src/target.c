@@ -2,7 +2,9 @@
  * Everything after this acts through t->pidfd, so a pid that is reused by
  * another process after we opened it is never signalled or released. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -23,6 +25,7 @@ void mr_target_init(struct mr_target *t, struct mr_pidspec spec, int cgroup)
 		.want_ino = spec.ino,
 		.pidfd = -1,
 		.tgid = spec.pid,
+		.mm_pid = spec.pid,
 		.cgroup = cgroup,
 		.release_us = MR_UNKNOWN,
 		.status = MR_PENDING,
@@ -74,6 +77,42 @@ static int check_inode(struct mr_target *t)
 	return 0;
 }
 
+/* The whole thread group has exited: the pidfd polls readable. */
+static bool group_exited(const struct mr_target *t)
+{
+	struct pollfd p = { .fd = t->pidfd, .events = POLLIN };
+
+	return poll(&p, 1, 0) > 0;
+}
+
+/* A zombie leader. If the whole process has exited, it has given its memory
+ * back. If only its main thread has (pthread_exit), the others still hold
+ * the address space: its figures are read through one of them. */
+static int zombie_leader(struct mr_target *t)
+{
+	char path[64];
+	struct dirent *d;
+	DIR *dir;
+
+	if (group_exited(t)) {
+		t->status = MR_EXITED;
+		return -ESRCH;
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)t->pid);
+	dir = opendir(path);
+	while (dir && (d = readdir(dir))) {
+		pid_t tid;
+
+		if (mr_parse_pid(d->d_name, &tid) == 0 && tid != t->pid) {
+			t->mm_pid = tid;
+			break;
+		}
+	}
+	if (dir)
+		closedir(dir);
+	return 0;
+}
+
 int mr_target_open(struct mr_procinfo *pi, struct mr_target *t)
 {
 	unsigned long flags;
@@ -108,20 +147,22 @@ int mr_target_open(struct mr_procinfo *pi, struct mr_target *t)
 	if ((r = check_inode(t)))
 		return r;
 	/* What /proc says belongs to the pidfd's process only if that process
-	 * is still there after we read it. */
-	if (mr_proc_identity(pi, t, &flags, &state) < 0 || !mr_target_alive(t)) {
+	 * is still there after we read it; the pidfd alone says it is gone. */
+	r = mr_proc_identity(pi, t, &flags, &state);
+	if (!mr_target_alive(t)) {
 		t->status = MR_EXITED;
 		return -ESRCH;
+	}
+	if (r < 0) {
+		mr_target_fail(t, MR_E_PROC, 0);
+		return r;
 	}
 	if (flags & PF_KTHREAD) {
 		mr_target_fail(t, MR_E_KTHREAD, 0);
 		return -EPERM;
 	}
-	/* A zombie has already given its memory back. */
-	if (state == 'Z' || state == 'X') {
-		t->status = MR_EXITED;
-		return -ESRCH;
-	}
+	if (state == 'Z' || state == 'X')
+		return zombie_leader(t);
 	return 0;
 }
 

@@ -47,7 +47,7 @@ join() {
 	json_get '.summary.failed == 0' >/dev/null
 	json_get '.summary.targets >= 3' >/dev/null
 	json_get '[.targets[].status] | all(. == "released" or . == "exited")' >/dev/null
-	json_get '[.targets[] | select(.rss_after_kb != 0)] | length == 0' >/dev/null
+	json_get "[.targets[] | select(.rss_after_kb != 0)] | length == 0" >/dev/null || fail "$(jq -c ".targets[] | select(.rss_after_kb != 0)" <<<"$output")"
 	assert_equal "$(json_get '.cgroups[0].path')" "$cg"
 	json_get '.cgroups[0].members == .summary.targets' >/dev/null
 	# Gone for good: nothing left in either cgroup shortly after.
@@ -203,4 +203,54 @@ v1_release() {
 	assert_equal "$(json_get '.summary.failed')" 1
 	assert_regex "$(json_get "[.targets[] | select(.pid == $VPID)][0].status")" '^(released|exited)$'
 	assert_equal "$(cat "$cg/cgroup.freeze")" 0
+}
+
+@test "v2: a cgroup frozen before the run is killed and left frozen" {
+	need_v2
+	local cg
+	make_cgroup "$V2"
+	cg=$CG
+	start_victim -m 8
+	join "$cg" "$VPID"
+	echo 1 >"$cg/cgroup.freeze"
+	run -0 --separate-stderr "$MRELEASE" --kill --json --cgroup "$cg"
+	# Fatal signals pass a v2 freeze: it may finish its own exit first.
+	assert_regex "$(json_get '.targets[0].status')" '^(released|exited)$'
+	assert_equal "$(cat "$cg/cgroup.freeze")" 1
+}
+
+@test "v2: no cgroup is left frozen when the run runs out of descriptors" {
+	need_v2
+	local cg i
+	make_cgroup "$V2"
+	cg=$CG
+	for i in 1 2 3 4 5 6 7 8; do
+		start_victim -m 1
+		join "$cg" "$VPID"
+	done
+	run --separate-stderr prlimit --nofile=12:12 "$MRELEASE" --kill --json --cgroup "$cg"
+	assert_equal "$(cat "$cg/cgroup.freeze")" 0
+	jq -e . <<<"$output" >/dev/null || fail "no report: $stderr"
+}
+
+@test "v2: members outside our pid namespace are not an error" {
+	need_v2
+	local cg
+	make_cgroup "$V2"
+	cg=$CG
+	start_victim -m 1
+	join "$cg" "$VPID"
+	run -0 --separate-stderr unshare --pid --fork --mount-proc \
+		"$MRELEASE" --dry-run --json --cgroup "$cg"
+	assert_equal "$(json_get '.summary.targets')" 0
+	assert_equal "$(json_get '.cgroups[0].path')" "$cg"
+}
+
+@test "JSON keeps a UTF-8 cgroup name as it is" {
+	need_v2
+	local cg=$V2/mrelease-test-café-$$
+	mkdir "$cg"
+	TEST_CGROUPS+=("$cg")
+	run -0 --separate-stderr "$MRELEASE" --dry-run --json --cgroup "$cg"
+	assert_equal "$(json_get '.cgroups[0].path')" "$cg"
 }

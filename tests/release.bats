@@ -273,14 +273,14 @@ in_pidns() {
 mrelease: pid $VPID: no process_mrelease here, and it did not exit within the wait"
 }
 
-@test "a process sharing its address space with a live one is refused, and why" {
+@test "a process sharing its address space with a live one is killed, not released, and why" {
 	start_victim -m 8 -s
 	local other
 	other=$(cut -d' ' -f2 "$BATS_TEST_TMPDIR"/ready.*)
 	# Frozen, the killed one cannot exit before mrelease asks.
 	freeze_victim "$other"
 	run -1 --separate-stderr "$MRELEASE" --kill --json "$other"
-	assert_equal "$stderr" "mrelease: pid $other: address space shared with a live process (vfork or CLONE_VM); not released"
+	assert_equal "$stderr" "mrelease: pid $other: killed, but not released: its address space is shared with a live process (vfork or CLONE_VM)"
 	assert_equal "$(json_get '.targets[0].freed_kb')" null
 	# The kill went out; the memory is still there, held by the live one.
 	kill -0 "$VPID"
@@ -337,4 +337,31 @@ mrelease: pid $VPID: no process_mrelease here, and it did not exit within the wa
 		"$MRELEASE" --dry-run --json "${pids[@]}"
 	assert_equal "$(json_get '.summary.targets')" 40
 	assert_equal "$(json_get '.summary.failed')" 0
+}
+
+@test "a process whose main thread has exited is measured and released, not 'exited'" {
+	start_victim -m 16 -x
+	local tid
+	tid=$(cut -d' ' -f2 "$BATS_TEST_TMPDIR"/ready.*)
+	grep -q '^State:.*Z' "/proc/$VPID/status"
+	run -0 --separate-stderr "$MRELEASE" --dry-run --json "$VPID"
+	assert_equal "$(json_get '.targets[0].status')" skipped
+	[ "$(json_get '.targets[0].rss_before_kb')" -gt 15000 ]
+	freeze_victim "$VPID"
+	run -0 --separate-stderr "$MRELEASE" --kill --json "$VPID"
+	assert_equal "$(json_get '.targets[0].status')" released
+	[ "$(rss_kb "$VPID/task/$tid")" -lt 1024 ]
+}
+
+@test "a process hidden by hidepid is an error, not 'exited'" {
+	command -v setpriv >/dev/null || skip "needs setpriv"
+	run --separate-stderr unshare --pid --fork --mount-proc bash -c '
+		mount -o remount,hidepid=invisible /proc || exit 77
+		"$1" -m 1 -r "$2/h" </dev/null >/dev/null & p=$!
+		while [ ! -s "$2/h" ]; do sleep 0.05; done
+		setpriv --reuid=nobody --regid=nogroup --clear-groups "$3" --dry-run "$p"' \
+		bash "$MR_VICTIM" "$BATS_TEST_TMPDIR" "$MRELEASE"
+	[ "$status" -ne 77 ] || skip "cannot mount /proc with hidepid here"
+	assert_equal "$status" 1
+	assert_regex "$stderr" "^mrelease: pid [0-9]+: alive, but not to be read in /proc \(mounted with hidepid\?\)$"
 }

@@ -14,12 +14,14 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"usage: mr-victim [-m MIB] [-c N] [-k] [-i] [-t | -s | -z] [-r FILE]\n"
+	"usage: mr-victim [-m MIB] [-c N] [-k] [-i] [-t | -x | -s | -z] [-r FILE]\n"
 	"  -m MIB   allocate and touch MIB of private anonymous memory\n"
 	"  -c N     fork N children that each touch MIB too\n"
 	"  -k       keep forking short-lived children until killed\n"
 	"  -i       run at SCHED_IDLE\n"
 	"  -t       start a second thread and report its tid as well\n"
+	"  -x       as -t, then end the main thread (pthread_exit): the leader\n"
+	"           is a zombie while the process lives on\n"
 	"  -s       start a process that shares our address space (CLONE_VM)\n"
 	"           and report its pid as well\n"
 	"  -z       leave a zombie child and report its pid as well\n"
@@ -93,17 +95,19 @@ static void write_ready(const char *file, pid_t tid)
 int main(int argc, char **argv)
 {
 	size_t mib = 0;
-	int children = 0, keep_forking = 0, idle = 0, thread = 0, shared = 0, zombie = 0, c;
+	int children = 0, keep_forking = 0, idle = 0, thread = 0, shared = 0, zombie = 0;
+	int leader_exits = 0, c;
 	const char *ready = NULL;
 	pid_t tid = 0;
 
-	while ((c = getopt(argc, argv, "m:c:kitszr:")) != -1) {
+	while ((c = getopt(argc, argv, "m:c:kitxszr:")) != -1) {
 		switch (c) {
 		case 'm': mib = strtoul(optarg, NULL, 10); break;
 		case 'c': children = atoi(optarg); break;
 		case 'k': keep_forking = 1; break;
 		case 'i': idle = 1; break;
 		case 't': thread = 1; break;
+		case 'x': thread = leader_exits = 1; break;
 		case 's': shared = 1; break;
 		case 'z': zombie = 1; break;
 		case 'r': ready = optarg; break;
@@ -155,6 +159,8 @@ int main(int argc, char **argv)
 	}
 	if (ready)
 		write_ready(ready, tid);
+	if (leader_exits)
+		pthread_exit(NULL);
 	if (keep_forking) {
 		/* Children that come and go, so a kill races against fork. */
 		signal(SIGCHLD, SIG_IGN);
