@@ -48,8 +48,6 @@ bool mr_target_alive(const struct mr_target *t)
 	return mr_sys_pidfd_send_signal(t->pidfd, 0) == 0 || errno == EPERM;
 }
 
-/* Returns 0 when t is ready to be acted on; otherwise t->status says why
- * not and the return is -errno. */
 /* A pidfd's inode names its process for as long as the system runs (pidfs,
  * Linux 6.9); before pidfs every pidfd shares one anonymous inode, and a
  * PID:INODE cannot be checked. */
@@ -113,6 +111,8 @@ static int zombie_leader(struct mr_target *t)
 	return 0;
 }
 
+/* Returns 0 when t is ready to be acted on; otherwise t->status says why
+ * not and the return is -errno. */
 int mr_target_open(struct mr_procinfo *pi, struct mr_target *t)
 {
 	unsigned long flags;
