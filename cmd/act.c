@@ -10,8 +10,6 @@
 
 #include "cli.h"
 
-#define NELEMS(a) (sizeof(a) / sizeof((a)[0]))
-
 /* A killed cgroup is scanned again for processes forked before their parent
  * died, this many times at most. */
 #define MAX_ROUNDS 100
@@ -52,7 +50,7 @@ static void hold_signals(sigset_t *old)
 	sigset_t set;
 
 	sigemptyset(&set);
-	for (size_t i = 0; i < NELEMS(held_signals); i++) {
+	for (size_t i = 0; i < MR_NELEMS(held_signals); i++) {
 		sigaddset(&set, held_signals[i]);
 		sigaction(held_signals[i], &sa, NULL);
 	}
@@ -67,7 +65,7 @@ void mr_release_signals(void)
 
 	sigpending(&pending);
 	sigemptyset(&set);
-	for (size_t i = 0; i < NELEMS(held_signals); i++) {
+	for (size_t i = 0; i < MR_NELEMS(held_signals); i++) {
 		if (sigismember(&pending, held_signals[i]))
 			caught_signal = held_signals[i];
 		signal(held_signals[i], SIG_DFL);

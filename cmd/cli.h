@@ -4,6 +4,8 @@
 
 #include "mrelease.h"
 
+#define MR_NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+
 enum mr_exit {
 	MR_EXIT_OK = 0,      /* every target released or gone */
 	MR_EXIT_NONE = 1,    /* no target released */

@@ -75,8 +75,6 @@ static const struct field summary_fields[] = {
 	[S_ELAPSED_US] = { "elapsed_us", NULL, 0, V_USEC },
 };
 
-#define NFIELDS(a) (sizeof(a) / sizeof((a)[0]))
-
 struct summary {
 	int64_t count[S_ELAPSED_US + 1];
 };
@@ -316,16 +314,16 @@ void mr_report_text(FILE *out, const struct mr_run *run)
 	char buf[64];
 
 	summarize(run, &s);
-	text_row(out, run, target_fields, NFIELDS(target_fields), target_value, NULL);
+	text_row(out, run, target_fields, MR_NELEMS(target_fields), target_value, NULL);
 	for (size_t i = 0; i < run->ntargets; i++)
-		text_row(out, run, target_fields, NFIELDS(target_fields), target_value,
+		text_row(out, run, target_fields, MR_NELEMS(target_fields), target_value,
 			 &run->targets[i]);
-	text_row(out, run, target_fields, NFIELDS(target_fields), total_value, &s);
+	text_row(out, run, target_fields, MR_NELEMS(target_fields), total_value, &s);
 	if (run->ncgroups) {
 		fputc('\n', out);
-		text_row(out, run, cgroup_fields, NFIELDS(cgroup_fields), cgroup_value, NULL);
+		text_row(out, run, cgroup_fields, MR_NELEMS(cgroup_fields), cgroup_value, NULL);
 		for (size_t i = 0; i < run->ncgroups; i++)
-			text_row(out, run, cgroup_fields, NFIELDS(cgroup_fields), cgroup_value,
+			text_row(out, run, cgroup_fields, MR_NELEMS(cgroup_fields), cgroup_value,
 				 &run->cgroups[i]);
 	}
 	if (s.count[S_MEM_AVAILABLE_DELTA] != MR_UNKNOWN) {
@@ -409,16 +407,16 @@ void mr_report_json(FILE *out, const struct mr_run *run)
 	fputs("{\"targets\":[", out);
 	for (size_t i = 0; i < run->ntargets; i++) {
 		fputs(i ? ",\n" : "\n", out);
-		json_object(out, run, target_fields, NFIELDS(target_fields), target_value,
+		json_object(out, run, target_fields, MR_NELEMS(target_fields), target_value,
 			    &run->targets[i]);
 	}
 	fputs("],\n\"cgroups\":[", out);
 	for (size_t i = 0; i < run->ncgroups; i++) {
 		fputs(i ? ",\n" : "\n", out);
-		json_object(out, run, cgroup_fields, NFIELDS(cgroup_fields), cgroup_value,
+		json_object(out, run, cgroup_fields, MR_NELEMS(cgroup_fields), cgroup_value,
 			    &run->cgroups[i]);
 	}
 	fputs("],\n\"summary\":", out);
-	json_object(out, run, summary_fields, NFIELDS(summary_fields), summary_value, &s);
+	json_object(out, run, summary_fields, MR_NELEMS(summary_fields), summary_value, &s);
 	fputs("}\n", out);
 }

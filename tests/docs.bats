@@ -18,10 +18,10 @@ help_long_options() {
 	"$MRELEASE" --help | grep -o -- '--[a-z][a-z-]*' | sort -u
 }
 
-# man_text: the man page with roff escapes for "-" and fonts removed, so
-# that "\fB\-\-kill\fR" reads "--kill".
+# man_text: the man page without its comments, and with roff escapes for
+# "-" and fonts removed, so that "\fB\-\-kill\fR" reads "--kill".
 man_text() {
-	sed -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' -e 's/\\f(..//g' "$MAN_PAGE"
+	sed -e '/^\.\\"/d' -e 's/\\-/-/g' -e 's/\\f[BIRP]//g' -e 's/\\f(..//g' "$MAN_PAGE"
 }
 
 # mentions OPTION: stdin mentions OPTION as a whole word.
