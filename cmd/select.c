@@ -18,11 +18,10 @@ struct pick {
  * so that it is counted in its cgroup. */
 static int by_pid(const void *a, const void *b)
 {
-	pid_t xp = ((const struct pick *)a)->spec.pid, yp = ((const struct pick *)b)->spec.pid;
 	const struct pick *x = a, *y = b;
 
-	if (xp != yp)
-		return (xp > yp) - (xp < yp);
+	if (x->spec.pid != y->spec.pid)
+		return (x->spec.pid > y->spec.pid) - (x->spec.pid < y->spec.pid);
 	return (x->cgroup < y->cgroup) - (x->cgroup > y->cgroup);
 }
 
