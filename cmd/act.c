@@ -142,17 +142,10 @@ static void release_round(struct act *a, size_t from, bool first)
 {
 	struct mr_run *run = a->run;
 	size_t n = run->ntargets - from;
-	struct mr_target **ptrs;
 	int r;
 
-	ptrs = calloc(n ? n : 1, sizeof(*ptrs));
-	if (!ptrs)
-		err(MR_EXIT_FATAL, "target list");
-	for (size_t i = 0; i < n; i++)
-		ptrs[i] = &run->targets[from + i];
 	a->ro.kill_first = first && a->o->kill && run->ncgroups ? kill_cgroups : NULL;
-	r = mr_release_all(ptrs, n, &a->ro, &a->stats);
-	free(ptrs);
+	r = mr_release_all(run->targets + from, n, &a->ro, &a->stats);
 	run->stats.nosys |= a->stats.nosys;
 	run->stats.retries += a->stats.retries;
 	if (r && a->stats.sched_error) {
@@ -230,14 +223,7 @@ void mr_act(const struct mr_options *o, struct mr_procinfo *pi, struct mr_run *r
 	if (o->verbose && run->stats.retries)
 		warnx("process_mrelease was retried %u times", run->stats.retries);
 	if (o->wait || run->stats.nosys) {
-		struct mr_target **ptrs = calloc(run->ntargets + 1, sizeof(*ptrs));
-
-		if (!ptrs)
-			err(MR_EXIT_FATAL, "target list");
-		for (size_t i = 0; i < run->ntargets; i++)
-			ptrs[i] = &run->targets[i];
-		r = mr_wait_exit(ptrs, run->ntargets, o->wait_ms, &a.sigmask, o->wait);
-		free(ptrs);
+		r = mr_wait_exit(run->targets, run->ntargets, o->wait_ms, &a.sigmask, o->wait);
 		if (r == -EINTR)
 			warnx("interrupted while waiting; reporting what was done");
 		else if (r) {

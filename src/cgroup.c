@@ -127,12 +127,13 @@ const struct mr_cgmount *mr_cgmounts_v2(const struct mr_cgmounts *ms)
 	return NULL;
 }
 
-static bool has_controller(const struct mr_cgmount *m, const char *name)
+/* Whether a mount's super options name this controller. */
+static bool has_controller(const char *options, const char *name)
 {
 	size_t len = strlen(name);
 
-	for (const char *p = m->options; (p = strstr(p, name)); p += len)
-		if ((p == m->options || p[-1] == ',') && (p[len] == ',' || p[len] == '\0'))
+	for (const char *p = options; (p = strstr(p, name)); p += len)
+		if ((p == options || p[-1] == ',') && (p[len] == ',' || p[len] == '\0'))
 			return true;
 	return false;
 }
@@ -182,7 +183,7 @@ static char *memory_file(const struct mr_cgmounts *ms, const struct mr_cgmount *
 	if (m->v2 && is_file(path, "memory.current"))
 		return asprintf(&file, "%s/memory.current", path) < 0 ? NULL : file;
 	for (size_t i = 0; i < ms->n; i++) {
-		if (ms->m[i].v2 || !has_controller(&ms->m[i], "memory"))
+		if (ms->m[i].v2 || !has_controller(ms->m[i].options, "memory"))
 			continue;
 		if (snprintf(dir, sizeof(dir), "%s%s", ms->m[i].path, rel) >= (int)sizeof(dir) ||
 		    !is_file(dir, "memory.usage_in_bytes"))
@@ -267,11 +268,8 @@ static bool same_hierarchy(const struct mr_cgroup *cg, const char *id, const cha
 		return strcmp(id, "0") == 0 && !*list;
 	if (!*list || !(copy = strdup(list)))
 		return false;
-	for (tok = strtok_r(copy, ",", &save); tok && !match; tok = strtok_r(NULL, ",", &save)) {
-		struct mr_cgmount m = { .options = cg->controllers };
-
-		match = has_controller(&m, tok);
-	}
+	for (tok = strtok_r(copy, ",", &save); tok && !match; tok = strtok_r(NULL, ",", &save))
+		match = has_controller(cg->controllers, tok);
 	free(copy);
 	return match;
 }

@@ -169,9 +169,9 @@ void mr_target_close(struct mr_target *t);
 
 /* release.c */
 int mr_target_kill(struct mr_target *t);
-int mr_release_all(struct mr_target **targets, size_t n, const struct mr_release_opts *o,
+int mr_release_all(struct mr_target *targets, size_t n, const struct mr_release_opts *o,
 		   struct mr_release_stats *stats);
-int mr_wait_exit(struct mr_target **targets, size_t n, unsigned int timeout_ms,
+int mr_wait_exit(struct mr_target *targets, size_t n, unsigned int timeout_ms,
 		 const sigset_t *sigmask, bool released);
 int64_t mr_now_us(void);
 

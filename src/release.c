@@ -130,7 +130,7 @@ static int by_rss_desc(const void *a, const void *b)
 /* Kill (with o->kill) and release every pending target on o->jobs threads.
  * The threads apply o->sched before anything is sent: if they cannot, the
  * run stops here with that -errno and no target is touched. */
-int mr_release_all(struct mr_target **targets, size_t n, const struct mr_release_opts *o,
+int mr_release_all(struct mr_target *targets, size_t n, const struct mr_release_opts *o,
 		   struct mr_release_stats *stats)
 {
 	struct pool p = { .o = o };
@@ -146,8 +146,8 @@ int mr_release_all(struct mr_target **targets, size_t n, const struct mr_release
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (targets[i]->status == MR_PENDING)
-			p.order[p.n++] = targets[i];
+		if (targets[i].status == MR_PENDING)
+			p.order[p.n++] = &targets[i];
 	qsort(p.order, p.n, sizeof(*p.order), by_rss_desc);
 	if (jobs > p.n)
 		jobs = p.n ? (unsigned int)p.n : 1;
@@ -203,7 +203,7 @@ out:
  * at the deadline have failed. While waiting, the signal mask is sigmask (as
  * ppoll takes it): a signal caught then ends the wait with -EINTR, failing
  * the waiting targets and leaving the released ones as they are. */
-int mr_wait_exit(struct mr_target **targets, size_t n, unsigned int timeout_ms,
+int mr_wait_exit(struct mr_target *targets, size_t n, unsigned int timeout_ms,
 		 const sigset_t *sigmask, bool released)
 {
 	int64_t deadline = mr_now_us() + (int64_t)timeout_ms * 1000;
@@ -219,8 +219,8 @@ int mr_wait_exit(struct mr_target **targets, size_t n, unsigned int timeout_ms,
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (targets[i]->waiting || (released && targets[i]->status == MR_RELEASED))
-			waiting[k++] = targets[i];
+		if (targets[i].waiting || (released && targets[i].status == MR_RELEASED))
+			waiting[k++] = &targets[i];
 	/* Polled at least once, so that a timeout of 0 still sees the exits
 	 * that have happened. */
 	for (bool first = true; k; first = false) {
