@@ -1,10 +1,13 @@
-/* cgroup.c: cgroup mounts, members, freezing, cgroup.kill and memory.
+/* cgroup.c: cgroup mounts, resolving what the user named, members,
+ * cgroup.kill and memory counters.
  *
  * The cgroup2 mount is found in mountinfo, never assumed: on hybrid systems
  * it sits beside the v1 controllers (for instance at /sys/fs/cgroup/unified).
+ * mrelease never freezes a cgroup: cgroup.kill already kills what forks
+ * while it runs, and a freeze is one more thing a killed run could leave
+ * behind.
  */
 #define _GNU_SOURCE
-#include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -12,7 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "mrelease.h"
@@ -138,6 +140,15 @@ static bool has_controller(const char *options, const char *name)
 	return false;
 }
 
+/* The v1 hierarchy that carries this controller, if one is mounted. */
+const struct mr_cgmount *mr_cgmounts_v1(const struct mr_cgmounts *ms, const char *controller)
+{
+	for (size_t i = 0; i < ms->n; i++)
+		if (!ms->m[i].v2 && has_controller(ms->m[i].options, controller))
+			return &ms->m[i];
+	return NULL;
+}
+
 /* The mount that holds path: the longest mount point that is a prefix of it
  * at a component boundary. */
 static const struct mr_cgmount *mount_of(const struct mr_cgmounts *ms, const char *path)
@@ -193,47 +204,64 @@ static char *memory_file(const struct mr_cgmounts *ms, const struct mr_cgmount *
 	return NULL;
 }
 
-/* Resolve what the user named. An absolute path that exists is taken as it
- * is; a relative one, or one that does not exist (such as /batch.slice), is
- * taken under the cgroup2 mount. The
- * result must be a cgroup directory inside a cgroup mount, after symlinks
- * are followed; ".." is refused outright.
- * -ENOENT: no such cgroup; -ENOTDIR: not a directory; -EXDEV: outside the
- * cgroup mounts; -EINVAL: "..", or a directory that is not a cgroup. */
-int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_cgroup *cg)
+/* The cgroup under the cgroup2 mount that /proc/PID/cgroup and systemd
+ * (ControlGroup=) would name as arg: "", "." and "/" are its root. */
+static int under_v2(const struct mr_cgmount *v2, const char *arg, char *out, size_t len)
 {
-	const struct mr_cgmount *m = NULL, *v2 = mr_cgmounts_v2(ms);
+	if (!v2)
+		return -ENOENT;
+	while (*arg == '/')
+		arg++;
+	if (snprintf(out, len, "%s%s%s", v2->path, *arg ? "/" : "", arg) >= (int)len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* Resolve what the user named. A path that leads into a cgroup mount is
+ * taken as it is, symbolic links followed (/sys/fs/cgroup/cpu is often a
+ * link to cpu,cpuacct). Anything else, relative or absolute, names a cgroup
+ * of the v2 hierarchy from its root, as /proc/PID/cgroup and systemd write
+ * them: "batch", "/system.slice/x.service", and "", "." or "/" for the root.
+ * ".." is refused outright. In tried goes the path that was looked up last.
+ * On success cg->root tells that it is the top of a cgroup mount, which the
+ * caller refuses without --force.
+ * -ENOENT: no such cgroup (or no v2 mount to look under); -ENOTDIR: not a
+ * directory; -EXDEV: leads out of the cgroup mounts; -EINVAL: "..";
+ * -EMEDIUMTYPE: a directory that is not a cgroup. */
+int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_cgroup *cg,
+		      char *tried, size_t triedlen)
+{
+	const struct mr_cgmount *m = NULL;
 	char joined[PATH_MAX], real[PATH_MAX];
 	const char *root, *tail;
 	struct stat st;
+	int r;
 
 	*cg = (struct mr_cgroup){ .memory_before_kb = MR_UNKNOWN, .memory_after_kb = MR_UNKNOWN };
-	if (!*arg || has_dotdot(arg))
+	snprintf(tried, triedlen, "%s", arg);
+	if (has_dotdot(arg))
 		return -EINVAL;
-	if (arg[0] == '/' && stat(arg, &st) == 0) {
-		if (!S_ISDIR(st.st_mode))
-			return -ENOTDIR;
-		snprintf(joined, sizeof(joined), "%s", arg);
+	if (arg[0] == '/' && realpath(arg, real) && mount_of(ms, real)) {
+		m = mount_of(ms, real);
 	} else {
-		if (!v2)
-			return -ENOENT;
-		while (*arg == '/')
-			arg++;
-		if (snprintf(joined, sizeof(joined), "%s/%s", v2->path, arg) >= (int)sizeof(joined))
-			return -ENAMETOOLONG;
+		if ((r = under_v2(mr_cgmounts_v2(ms), arg, joined, sizeof(joined))))
+			return r;
+		snprintf(tried, triedlen, "%s", joined);
+		if (!realpath(joined, real))
+			return -errno;
+		m = mount_of(ms, real);
+		if (!m)
+			return -EXDEV;
 	}
-	if (!realpath(joined, real))
-		return -errno;
+	snprintf(tried, triedlen, "%s", real);
 	if (stat(real, &st))
 		return -errno;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
-	m = mount_of(ms, real);
-	if (!m)
-		return -EXDEV;
 	if (!is_file(real, "cgroup.procs"))
-		return -EINVAL;
+		return -EMEDIUMTYPE;
 	cg->v2 = m->v2;
+	cg->root = strcmp(real, m->path) == 0;
 	cg->path = strdup(real);
 	cg->controllers = strdup(m->options);
 	/* /proc/PID/cgroup names cgroups from the hierarchy's root, of which
@@ -288,35 +316,28 @@ static bool below(const char *rel, const char *top, bool recursive)
 
 /* Whether the process is in cg (or below it, with recursive): a member's
  * pid may have been reused between listing and opening. 1 yes, 0 no, or
- * -errno when /proc says nothing; the caller checks afterwards that the pidfd's process is still
- * there, which makes the answer its own. */
-int mr_cgroup_holds(const struct mr_cgroup *cg, pid_t pid, bool recursive)
+ * -errno when /proc says nothing. The caller checks afterwards that the
+ * pidfd's process is still there, which makes the answer its own. */
+int mr_cgroup_holds(const char *proc, const struct mr_cgroup *cg, pid_t pid, bool recursive)
 {
-	char path[64], *line = NULL;
-	size_t cap = 0;
-	int r = 0;
-	FILE *f;
+	char path[PATH_MAX], buf[8192], *line, *save = NULL;
+	ssize_t n;
 
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (r == 0 && getline(&line, &cap, f) > 0) {
+	snprintf(path, sizeof(path), "%s/%d/cgroup", proc, (int)pid);
+	if ((n = mr_read_file(path, buf, sizeof(buf))) < 0)
+		return (int)n;
+	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *id = line, *list, *rel;
 
-		line[strcspn(line, "\n")] = '\0';
 		if (!(list = strchr(id, ':')) || !(rel = strchr(list + 1, ':')))
 			continue;
 		*list++ = '\0';
 		*rel++ = '\0';
-		if (!same_hierarchy(cg, id, list))
-			continue;
 		/* Its place in this hierarchy decides, one way or the other. */
-		r = below(rel, cg->rel, recursive) ? 1 : -ENOENT;
+		if (same_hierarchy(cg, id, list))
+			return below(rel, cg->rel, recursive);
 	}
-	free(line);
-	fclose(f);
-	return r > 0;
+	return 0;
 }
 
 static int read_procs(int dirfd, struct mr_pidlist *out)
@@ -394,87 +415,6 @@ int mr_cgroup_members(const struct mr_cgroup *cg, bool recursive, struct mr_pidl
 	return r;
 }
 
-static int write_file(const char *dir, const char *name, const char *text)
-{
-	char path[PATH_MAX];
-	ssize_t len = (ssize_t)strlen(text);
-	int fd, r = 0;
-
-	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, text, (size_t)len) != len)
-		r = -errno;
-	close(fd);
-	return r;
-}
-
-static int read_file(const char *path, char *buf, size_t len)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, len - 1);
-	close(fd);
-	if (n < 0)
-		return -errno;
-	buf[n] = '\0';
-	return 0;
-}
-
-/* Whether cgroup.freeze of a v2 cgroup asks for it to be frozen; -ENOENT
- * where there is no cgroup.freeze (before Linux 5.2, the root cgroup). */
-int mr_cgroup_frozen(const struct mr_cgroup *cg, bool *frozen)
-{
-	char path[PATH_MAX], buf[16] = "";
-	int r;
-
-	if (!cg->v2)
-		return -ENOENT;
-	snprintf(path, sizeof(path), "%s/cgroup.freeze", cg->path);
-	if ((r = read_file(path, buf, sizeof(buf))))
-		return r;
-	*frozen = buf[0] == '1';
-	return 0;
-}
-
-/* Freeze (or thaw) a v2 cgroup and its descendants. */
-int mr_cgroup_freeze(const struct mr_cgroup *cg, bool frozen)
-{
-	if (!cg->v2)
-		return -ENOENT;
-	return write_file(cg->path, "cgroup.freeze", frozen ? "1" : "0");
-}
-
-/* Wait until the kernel says "frozen 1" in cgroup.events; -ETIMEDOUT if it
- * has not after timeout_ms. */
-int mr_cgroup_wait_frozen(const struct mr_cgroup *cg, unsigned int timeout_ms)
-{
-	char events[PATH_MAX], buf[512];
-	int64_t deadline = mr_now_us() + (int64_t)timeout_ms * 1000;
-	struct timespec tick = { 0, 100000 };
-	int r;
-
-	snprintf(events, sizeof(events), "%s/cgroup.events", cg->path);
-	for (;;) {
-		char *p;
-
-		if ((r = read_file(events, buf, sizeof(buf))))
-			return r;
-		p = strstr(buf, "frozen ");
-		if (p && (p == buf || p[-1] == '\n') && p[7] == '1')
-			return 0;
-		if (mr_now_us() >= deadline)
-			return -ETIMEDOUT;
-		nanosleep(&tick, NULL);
-	}
-}
-
 /* SIGKILL every process in a v2 cgroup and its descendants at once; the
  * kernel also kills what forks while this runs. -ENOENT: no cgroup.kill
  * (before Linux 5.14, or the root cgroup). */
@@ -482,7 +422,7 @@ int mr_cgroup_kill(const struct mr_cgroup *cg)
 {
 	if (!cg->v2)
 		return -ENOENT;
-	return write_file(cg->path, "cgroup.kill", "1");
+	return mr_write_file(cg->path, "cgroup.kill", "1");
 }
 
 int mr_cgroup_memory_kb(const struct mr_cgroup *cg, int64_t *kb)
@@ -494,7 +434,7 @@ int mr_cgroup_memory_kb(const struct mr_cgroup *cg, int64_t *kb)
 	*kb = MR_UNKNOWN;
 	if (!cg->memory_file)
 		return -ENOENT;
-	if ((r = read_file(cg->memory_file, buf, sizeof(buf))))
+	if ((r = (int)mr_read_file(cg->memory_file, buf, sizeof(buf))) < 0)
 		return r;
 	errno = 0;
 	bytes = strtoull(buf, &end, 10);

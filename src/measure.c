@@ -1,189 +1,156 @@
-/* measure.c: everything mrelease reads through libproc2.
+/* measure.c: what mrelease reads in /proc.
  *
- * libproc2 stays behind this file. Two things shape it:
- * - PIDS_VAL lost its last argument in procps-ng 4.0.5, so results are read
- *   through val() below, which both versions build.
- * - libproc2 4.0.2 yields silent zeros when a /proc file cannot be read, so
- *   the file is opened here first: an unreadable smaps_rollup is an error for
- *   that target, never "0 kB". Opening is the permission check for it (the
- *   kernel takes PTRACE_MODE_READ at open), and it does not walk the page
- *   tables, which only reading does.
+ * A target's identity and memory figures are read here directly, each with
+ * one read of one file, not through libproc2's pids API:
+ * - libproc2 is not thread-safe (helgrind shows races in its static data
+ *   even between separate handles), and the figures of many targets are
+ *   read at once, on the worker threads;
+ * - procps_pids_new() calls numa_init(), which dlopens libnuma after probing
+ *   some 40 paths (about 1 ms at every start), and the pids code pulls in
+ *   readproc, which links libsystemd, libgcrypt and the compressors: a run
+ *   needs none of that.
+ * libproc2 keeps what it does well here, /proc/meminfo (MemAvailable), read
+ * on the main thread only. CMake links it from libproc2.a where there is
+ * one, so that only its meminfo code comes along.
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <fcntl.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <libproc2/meminfo.h>
-#include <libproc2/pids.h>
 
 #include "mrelease.h"
-
-/* Items and their index enum side by side, in the same order. */
-static enum pids_item ident_items[] = {
-	PIDS_CMD, PIDS_TICS_BEGAN, PIDS_FLAGS, PIDS_ID_TGID, PIDS_STATE,
-};
-enum ident_index { I_CMD, I_BEGAN, I_FLAGS, I_TGID, I_STATE };
-
-static enum pids_item smaps_items[] = {
-	PIDS_SMAP_RSS, PIDS_SMAP_PSS, PIDS_SMAP_ANONYMOUS, PIDS_SMAP_SWAP,
-};
-enum smaps_index { M_RSS, M_PSS, M_ANON, M_SWAP };
-
-/* The O(1) counters; status has no Pss. */
-static enum pids_item status_items[] = {
-	PIDS_VM_RSS, PIDS_VM_RSS_ANON, PIDS_VM_SWAP,
-};
-enum status_index { S_RSS, S_ANON, S_SWAP };
-
-#define NITEMS(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-struct mr_procinfo {
-	struct pids_info *ident;
-	struct pids_info *mem; /* NULL for MR_MEASURE_NONE */
-	enum { F_NONE, F_SMAPS, F_STATUS } file; /* what mem reads */
-};
-
-static inline struct pids_result *val(struct pids_stack *stack, int index)
-{
-	return &stack->head[index];
-}
-
-int mr_procinfo_new(struct mr_procinfo **out, enum mr_measure_mode mode)
-{
-	struct mr_procinfo *pi;
-	int r;
-
-	pi = calloc(1, sizeof(*pi));
-	if (!pi)
-		return -ENOMEM;
-	r = procps_pids_new(&pi->ident, ident_items, NITEMS(ident_items));
-	if (r < 0)
-		goto fail;
-	switch (mode) {
-	case MR_MEASURE_SMAPS:
-		pi->file = F_SMAPS;
-		r = procps_pids_new(&pi->mem, smaps_items, NITEMS(smaps_items));
-		break;
-	case MR_MEASURE_STATUS:
-		pi->file = F_STATUS;
-		r = procps_pids_new(&pi->mem, status_items, NITEMS(status_items));
-		break;
-	case MR_MEASURE_NONE:
-		pi->file = F_NONE;
-		r = 0;
-		break;
-	}
-	if (r < 0)
-		goto fail;
-	*out = pi;
-	return 0;
-fail:
-	mr_procinfo_free(pi);
-	return r;
-}
-
-void mr_procinfo_free(struct mr_procinfo *pi)
-{
-	if (!pi)
-		return;
-	if (pi->ident)
-		procps_pids_unref(&pi->ident);
-	if (pi->mem)
-		procps_pids_unref(&pi->mem);
-	free(pi);
-}
-
-static struct pids_stack *select_one(struct pids_info *info, pid_t pid)
-{
-	unsigned int these = (unsigned int)pid;
-	struct pids_fetch *f;
-
-	f = procps_pids_select(info, &these, 1, PIDS_SELECT_PID);
-	if (!f || !f->counts || f->counts->total < 1)
-		return NULL;
-	return f->stacks[0];
-}
-
-int mr_proc_identity(struct mr_procinfo *pi, struct mr_target *t, unsigned long *flags, char *state)
-{
-	struct pids_stack *s = select_one(pi->ident, t->pid);
-
-	if (!s)
-		return -ESRCH;
-	snprintf(t->comm, sizeof(t->comm), "%s", val(s, I_CMD)->result.str);
-	t->start_time = val(s, I_BEGAN)->result.ull_int;
-	t->tgid = val(s, I_TGID)->result.s_int;
-	*flags = val(s, I_FLAGS)->result.ul_int;
-	*state = val(s, I_STATE)->result.s_ch;
-	return 0;
-}
 
 void mr_mem_unknown(struct mr_mem *mem)
 {
 	*mem = (struct mr_mem){ MR_UNKNOWN, MR_UNKNOWN, MR_UNKNOWN, MR_UNKNOWN };
 }
 
-static int check_readable(pid_t pid, const char *file)
+static ssize_t read_proc(const char *proc, pid_t pid, const char *file, char *buf, size_t len)
 {
-	char path[64];
-	int fd;
+	char path[PATH_MAX];
 
-	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	close(fd);
+	snprintf(path, sizeof(path), "%s/%d/%s", proc, (int)pid, file);
+	return mr_read_file(path, buf, len);
+}
+
+/* The fields of /proc/PID/stat a target is checked with. The name is in
+ * parentheses and may hold anything, ")" and blanks included: the fields
+ * go on after the last ")". buf is changed. */
+int mr_parse_stat(char *buf, char comm[MR_COMM_LEN], char *state, pid_t *ppid,
+		  unsigned long *flags)
+{
+	char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+	unsigned int f;
+	int pp;
+
+	if (!open || !close || close < open)
+		return -EIO;
+	if (sscanf(close + 1, " %c %d %*d %*d %*d %*d %u", state, &pp, &f) != 3)
+		return -EIO;
+	*close = '\0';
+	snprintf(comm, MR_COMM_LEN, "%s", open + 1);
+	*ppid = pp;
+	*flags = f;
 	return 0;
 }
 
-static int gone(struct mr_mem *mem)
+int mr_proc_stat(const char *proc, pid_t pid, char comm[MR_COMM_LEN], char *state, pid_t *ppid,
+		 unsigned long *flags)
 {
-	*mem = (struct mr_mem){ 0, 0, 0, 0 };
-	return -ESRCH;
+	char buf[1024];
+	ssize_t n;
+
+	if ((n = read_proc(proc, pid, "stat", buf, sizeof(buf))) < 0)
+		return (int)n;
+	return mr_parse_stat(buf, comm, state, ppid, flags);
+}
+
+/* "Key:\t value kB" lines: the value of key, or -1 when it is not there. */
+static int64_t field_kb(const char *buf, const char *key)
+{
+	size_t len = strlen(key);
+
+	for (const char *p = buf; p; p = strchr(p, '\n')) {
+		if (*p == '\n')
+			p++;
+		if (strncmp(p, key, len) == 0)
+			return strtoll(p + len, NULL, 10);
+	}
+	return -1;
+}
+
+int mr_proc_tgid(const char *proc, pid_t pid, pid_t *tgid)
+{
+	char buf[4096];
+	int64_t v;
+	ssize_t n;
+
+	if ((n = read_proc(proc, pid, "status", buf, sizeof(buf))) < 0)
+		return (int)n;
+	if ((v = field_kb(buf, "Tgid:")) <= 0)
+		return -EIO;
+	*tgid = (pid_t)v;
+	return 0;
+}
+
+static int64_t known(int64_t v)
+{
+	return v < 0 ? 0 : v;
+}
+
+/* The figures in a smaps_rollup or status text; a line that is not there
+ * counts 0 (a process without an address space has none of them). */
+void mr_parse_mem(const char *buf, enum mr_measure_mode mode, struct mr_mem *mem)
+{
+	mr_mem_unknown(mem);
+	if (mode == MR_MEASURE_SMAPS) {
+		mem->rss_kb = known(field_kb(buf, "Rss:"));
+		mem->pss_kb = known(field_kb(buf, "Pss:"));
+		mem->anon_kb = known(field_kb(buf, "Anonymous:"));
+		mem->swap_kb = known(field_kb(buf, "Swap:"));
+	} else if (mode == MR_MEASURE_STATUS) {
+		mem->rss_kb = known(field_kb(buf, "VmRSS:"));
+		mem->anon_kb = known(field_kb(buf, "RssAnon:"));
+		mem->swap_kb = known(field_kb(buf, "VmSwap:"));
+	}
 }
 
 /* Returns -ESRCH, with zeros, when the process has been reaped, and another
  * -errno when its file cannot be read while it is there (-ENOENT: hidden,
- * as by hidepid; -EACCES: another user's). A process whose address space is
- * gone but is not yet reaped reads as zeros: opening its smaps_rollup
- * answers ESRCH, reading it nothing. */
-int mr_measure(struct mr_procinfo *pi, const struct mr_target *t, struct mr_mem *mem)
+ * as by hidepid; -EACCES: not ours to read; -EMFILE). A process whose
+ * address space is gone but that is not yet reaped reads as zeros:
+ * smaps_rollup answers ESRCH, status has no Vm lines.
+ *
+ * smaps_rollup walks the page tables under the target's mmap_lock, about
+ * 7 ms a GiB; status reads the kernel's counters, O(1) and lock-free. */
+int mr_measure(const char *proc, enum mr_measure_mode mode, const struct mr_target *t,
+	       struct mr_mem *mem)
 {
-	struct pids_stack *s;
-	int r;
+	char buf[4096];
+	ssize_t n;
 
 	mr_mem_unknown(mem);
-	if (pi->file == F_NONE)
+	if (mode == MR_MEASURE_NONE)
 		return 0;
+	n = read_proc(proc, t->mm_pid, mode == MR_MEASURE_SMAPS ? "smaps_rollup" : "status", buf,
+		      sizeof(buf));
 	/* Once the process is reaped its pid may name another process, whose
 	 * figures we may just have read: what the pidfd says afterwards
 	 * decides whether they are its figures, or it is gone. */
-	r = check_readable(t->mm_pid, pi->file == F_SMAPS ? "smaps_rollup" : "status");
-	s = r ? NULL : select_one(pi->mem, t->mm_pid);
-	if (!mr_target_alive(t))
-		return gone(mem);
-	/* There, but without an address space (a zombie): nothing left. */
-	if (r == -ESRCH) {
+	if (!mr_target_alive(t)) {
+		*mem = (struct mr_mem){ 0, 0, 0, 0 };
+		return -ESRCH;
+	}
+	if (n == -ESRCH) {
 		*mem = (struct mr_mem){ 0, 0, 0, 0 };
 		return 0;
 	}
-	if (r)
-		return r;
-	if (!s)
-		return -ENOENT;
-	if (pi->file == F_SMAPS) {
-		mem->rss_kb = (int64_t)val(s, M_RSS)->result.ul_int;
-		mem->pss_kb = (int64_t)val(s, M_PSS)->result.ul_int;
-		mem->anon_kb = (int64_t)val(s, M_ANON)->result.ul_int;
-		mem->swap_kb = (int64_t)val(s, M_SWAP)->result.ul_int;
-	} else {
-		mem->rss_kb = (int64_t)val(s, S_RSS)->result.ul_int;
-		mem->anon_kb = (int64_t)val(s, S_ANON)->result.ul_int;
-		mem->swap_kb = (int64_t)val(s, S_SWAP)->result.ul_int;
-	}
+	if (n < 0)
+		return (int)n;
+	mr_parse_mem(buf, mode, mem);
 	return 0;
 }
 

@@ -27,6 +27,44 @@ int mr_parse_long(const char *s, long min, long max, long *out)
 	return 0;
 }
 
+/* Seconds as "N" or "N.F" with up to three decimals, 0 to max_s, into
+ * milliseconds. */
+int mr_parse_seconds(const char *s, unsigned int max_s, unsigned int *ms)
+{
+	const char *dot = s ? strchr(s, '.') : NULL;
+	char whole[16];
+	long v, frac = 0;
+	size_t len;
+	int r;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	if (!dot) {
+		if ((r = mr_parse_long(s, 0, max_s, &v)))
+			return r;
+		*ms = (unsigned int)v * 1000;
+		return 0;
+	}
+	len = (size_t)(dot - s);
+	if (len >= sizeof(whole) || !dot[1] || strlen(dot + 1) > 3)
+		return -EINVAL;
+	memcpy(whole, s, len);
+	whole[len] = '\0';
+	for (const char *p = dot + 1; *p; p++) {
+		if (!isdigit((unsigned char)*p))
+			return -EINVAL;
+		frac = frac * 10 + (*p - '0');
+	}
+	for (size_t i = strlen(dot + 1); i < 3; i++)
+		frac *= 10;
+	if ((r = mr_parse_long(whole, 0, max_s, &v)))
+		return r;
+	if (v == max_s && frac)
+		return -ERANGE;
+	*ms = (unsigned int)(v * 1000 + frac);
+	return 0;
+}
+
 int mr_parse_pid(const char *s, pid_t *pid)
 {
 	long v;

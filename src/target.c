@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -29,6 +30,7 @@ void mr_target_init(struct mr_target *t, struct mr_pidspec spec, int cgroup)
 		.cgroup = cgroup,
 		.release_us = MR_UNKNOWN,
 		.status = MR_PENDING,
+		.exited = -1,
 	};
 	mr_mem_unknown(&t->before);
 	mr_mem_unknown(&t->after);
@@ -49,19 +51,29 @@ bool mr_target_alive(const struct mr_target *t)
 }
 
 /* A pidfd's inode names its process for as long as the system runs (pidfs,
- * Linux 6.9); before pidfs every pidfd shares one anonymous inode, and a
- * PID:INODE cannot be checked. */
-static int check_inode(struct mr_target *t)
+ * Linux 6.9), and grows with every process made; before pidfs every pidfd
+ * shares one anonymous inode: 0 then. */
+int mr_pidfd_inode(int pidfd, uint64_t *ino)
 {
 	struct statfs sfs;
 	struct stat st;
 
-	if (fstatfs(t->pidfd, &sfs) || fstat(t->pidfd, &st)) {
-		mr_target_fail(t, MR_E_ERRNO, errno);
-		return -t->errnum;
-	}
+	*ino = 0;
+	if (fstatfs(pidfd, &sfs) || fstat(pidfd, &st))
+		return -errno;
 	if (sfs.f_type == PIDFS_MAGIC)
-		t->ino = (uint64_t)st.st_ino;
+		*ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+static int check_inode(struct mr_target *t)
+{
+	int r = mr_pidfd_inode(t->pidfd, &t->ino);
+
+	if (r) {
+		mr_target_fail(t, MR_E_ERRNO, -r);
+		return r;
+	}
 	if (!t->want_ino)
 		return 0;
 	if (!t->ino) {
@@ -86,9 +98,9 @@ static bool group_exited(const struct mr_target *t)
 /* A zombie leader. If the whole process has exited, it has given its memory
  * back. If only its main thread has (pthread_exit), the others still hold
  * the address space: its figures are read through one of them. */
-static int zombie_leader(struct mr_target *t)
+static int zombie_leader(const char *proc, struct mr_target *t)
 {
-	char path[64];
+	char path[PATH_MAX];
 	struct dirent *d;
 	DIR *dir;
 
@@ -96,7 +108,7 @@ static int zombie_leader(struct mr_target *t)
 		t->status = MR_EXITED;
 		return -ESRCH;
 	}
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)t->pid);
+	snprintf(path, sizeof(path), "%s/%d/task", proc, (int)t->pid);
 	dir = opendir(path);
 	while (dir && (d = readdir(dir))) {
 		pid_t tid;
@@ -111,58 +123,89 @@ static int zombie_leader(struct mr_target *t)
 	return 0;
 }
 
+static const struct mr_ancestor *ancestor(const struct mr_run *run, pid_t pid)
+{
+	for (size_t i = 0; i < run->nancestors; i++)
+		if (run->ancestors[i].pid == pid)
+			return &run->ancestors[i];
+	return NULL;
+}
+
+/* Refused whatever else is asked: mrelease itself and pid 1, whose death
+ * takes the whole pid namespace with it; without --force also the chain
+ * of processes mrelease runs under. No pidfd is needed to tell. */
+static bool refused(const struct mr_run *run, struct mr_target *t)
+{
+	const struct mr_ancestor *a;
+
+	if (t->pid == getpid())
+		mr_target_fail(t, MR_E_SELF, 0);
+	else if (t->pid == 1)
+		mr_target_fail(t, MR_E_INIT, 0);
+	else if (!run->cfg.force && (a = ancestor(run, t->pid))) {
+		mr_target_fail(t, MR_E_ANCESTOR, 0);
+		memcpy(t->comm, a->comm, sizeof(t->comm));
+	}
+	return t->status == MR_FAILED;
+}
+
+static int open_pidfd(const struct mr_run *run, struct mr_target *t)
+{
+	int e;
+
+	t->pidfd = mr_sys_pidfd_open(t->pid);
+	if (t->pidfd >= 0)
+		return 0;
+	e = errno;
+	if (e == ESRCH)
+		mr_target_fail(t, MR_E_NO_PROCESS, 0);
+	else if (e == ENOSYS)
+		mr_target_fail(t, MR_E_NO_PIDFD, 0);
+	/* A thread that is not its group's leader: EINVAL before Linux 6.9,
+	 * ENOENT since PIDFD_THREAD came. */
+	else if ((e == EINVAL || e == ENOENT) && mr_proc_tgid(run->cfg.proc, t->pid, &t->tgid) == 0 &&
+		 t->tgid != t->pid)
+		mr_target_fail(t, MR_E_THREAD, 0);
+	else
+		mr_target_fail(t, MR_E_OPEN, e);
+	return -e;
+}
+
 /* Returns 0 when t is ready to be acted on; otherwise t->status says why
- * not and the return is -errno. */
-int mr_target_open(struct mr_procinfo *pi, struct mr_target *t)
+ * not and the return is -errno. A /proc/PID/stat that cannot be read
+ * (hidepid, EMFILE) does not stop it: the pidfd is all a kill and a release
+ * need, and the kernel refuses what they must not touch (a kernel thread
+ * takes no signal and has no address space to release). */
+int mr_target_open(const struct mr_run *run, struct mr_target *t)
 {
 	unsigned long flags;
 	char state;
+	pid_t ppid;
 	int r;
 
-	if (t->pid == getpid()) {
-		mr_target_fail(t, MR_E_SELF, 0);
+	if (refused(run, t))
 		return -EPERM;
-	}
-	if (t->pid == 1) {
-		mr_target_fail(t, MR_E_INIT, 0);
-		return -EPERM;
-	}
-	t->pidfd = mr_sys_pidfd_open(t->pid);
-	if (t->pidfd < 0) {
-		int e = errno;
-
-		if (e == ESRCH)
-			mr_target_fail(t, MR_E_NO_PROCESS, 0);
-		else if (e == ENOSYS)
-			mr_target_fail(t, MR_E_NO_PIDFD, 0);
-		/* A thread that is not its group's leader: EINVAL before
-		 * Linux 6.9, ENOENT since PIDFD_THREAD came. */
-		else if ((e == EINVAL || e == ENOENT) && mr_proc_identity(pi, t, &flags, &state) == 0 &&
-			 t->tgid != t->pid)
-			mr_target_fail(t, MR_E_THREAD, 0);
-		else
-			mr_target_fail(t, MR_E_ERRNO, e);
-		return -e;
-	}
-	if ((r = check_inode(t)))
+	if ((r = open_pidfd(run, t)) || (r = check_inode(t)))
 		return r;
 	/* What /proc says belongs to the pidfd's process only if that process
 	 * is still there after we read it; the pidfd alone says it is gone. */
-	r = mr_proc_identity(pi, t, &flags, &state);
+	r = mr_proc_stat(run->cfg.proc, t->pid, t->comm, &state, &ppid, &flags);
 	if (!mr_target_alive(t)) {
 		t->status = MR_EXITED;
 		return -ESRCH;
 	}
 	if (r < 0) {
-		mr_target_fail(t, MR_E_PROC, 0);
-		return r;
+		t->comm[0] = '\0';
+		t->proc_file = "stat";
+		t->proc_errnum = -r;
+		return 0;
 	}
 	if (flags & PF_KTHREAD) {
 		mr_target_fail(t, MR_E_KTHREAD, 0);
 		return -EPERM;
 	}
 	if (state == 'Z' || state == 'X')
-		return zombie_leader(t);
+		return zombie_leader(run->cfg.proc, t);
 	return 0;
 }
 

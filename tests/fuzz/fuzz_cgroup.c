@@ -2,6 +2,7 @@
  * is a mountinfo text, a NUL, and a path to resolve against those mounts.
  * Resolving only looks at the file system (stat, realpath, access). */
 #define _GNU_SOURCE
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +17,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	size_t mlen = nul ? (size_t)(nul - data) : size;
 	struct mr_cgmounts ms;
 	struct mr_cgroup cg;
-	char *path;
+	char *path, tried[4096];
 	FILE *f;
 
 	f = fmemopen((void *)data, mlen ? mlen : 1, "r");
@@ -28,9 +29,16 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	}
 	fclose(f);
 	path = strndup(nul ? (const char *)nul + 1 : "", nul ? size - mlen - 1 : 0);
-	if (path && mr_cgroup_resolve(&ms, path, &cg) == 0) {
-		/* What resolves is an absolute path without "..". */
+	if (path && mr_cgroup_resolve(&ms, path, &cg, tried, sizeof(tried)) == 0) {
+		bool mount = false;
+
+		/* What resolves is an absolute path without "..", and it is a
+		 * root exactly when it is a mount point. */
 		if (cg.path[0] != '/' || strstr(cg.path, "/../"))
+			abort();
+		for (size_t i = 0; i < ms.n; i++)
+			mount |= strcmp(ms.m[i].path, cg.path) == 0;
+		if (mount != cg.root)
 			abort();
 		mr_cgroup_free(&cg);
 	}

@@ -1,6 +1,6 @@
-/* fuzz_pids.c: libFuzzer target for the pid parsers: one word through
- * mr_parse_pidspec(), the whole input as standard input through
- * mr_pidlist_read(). */
+/* fuzz_pids.c: libFuzzer target for the pid and number parsers: one word
+ * through mr_parse_pidspec() and mr_parse_seconds(), the whole input as
+ * standard input through mr_pidlist_read(). */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +15,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	struct mr_pidlist l = { 0 };
 	struct mr_pidspec spec;
 	char *s = malloc(size + 1), bad[48];
+	unsigned int ms;
 	FILE *f;
 
 	if (!s)
@@ -22,6 +23,8 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	memcpy(s, data, size);
 	s[size] = '\0';
 	if (mr_parse_pidspec(s, &spec) == 0 && (spec.pid < 1 || spec.pid > MR_PID_MAX))
+		abort();
+	if (mr_parse_seconds(s, MR_SECONDS_MAX, &ms) == 0 && ms > MR_SECONDS_MAX * 1000u)
 		abort();
 	f = fmemopen(s, size ? size : 1, "r");
 	if (f) {

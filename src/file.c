@@ -1,0 +1,108 @@
+/* file.c: whole-file reads and writes of the small files in /proc and the
+ * cgroup file systems, and JSON strings. The benchmark and the fuzz targets
+ * link these too, so that there is one way of doing each. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "mrelease.h"
+
+/* Read the whole file, up to len - 1 bytes, and end it with a NUL. Proc and
+ * cgroup files are made as they are read: reading on until EOF (or a full
+ * buffer) gets all of one that is longer than a single read returns.
+ * Returns the length, or -errno. */
+ssize_t mr_read_fileat(int dirfd, const char *name, char *buf, size_t len)
+{
+	size_t got = 0;
+	ssize_t n = 0;
+	int fd, e;
+
+	if (len == 0)
+		return -EINVAL;
+	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	while (got < len - 1 && (n = read(fd, buf + got, len - 1 - got)) > 0)
+		got += (size_t)n;
+	e = errno;
+	close(fd);
+	if (n < 0)
+		return -e;
+	buf[got] = '\0';
+	return (ssize_t)got;
+}
+
+ssize_t mr_read_file(const char *path, char *buf, size_t len)
+{
+	return mr_read_fileat(AT_FDCWD, path, buf, len);
+}
+
+/* Write text to dir/name in one write, as cgroup control files want it. */
+int mr_write_file(const char *dir, const char *name, const char *text)
+{
+	char path[PATH_MAX];
+	ssize_t len = (ssize_t)strlen(text);
+	int fd, r = 0;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, name) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, text, (size_t)len) != len)
+		r = errno ? -errno : -EIO;
+	if (close(fd) && !r)
+		r = -errno;
+	return r;
+}
+
+/* Length of the valid UTF-8 sequence at p, or 0: no overlong forms, no
+ * surrogates, nothing above U+10FFFF. */
+size_t mr_utf8_len(const unsigned char *p)
+{
+	size_t len;
+	unsigned int cp;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		len = 2, cp = p[0] & 0x1f;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		len = 3, cp = p[0] & 0x0f;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		len = 4, cp = p[0] & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[i] & 0x3f);
+	}
+	if ((len == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (len == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return len;
+}
+
+/* A JSON string. Valid UTF-8 passes as it is. A process or cgroup name need
+ * not be UTF-8: each byte of an invalid sequence becomes \u00XX, as does
+ * each control character, so the document stays valid. */
+void mr_json_string(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p;) {
+		size_t len = mr_utf8_len(p);
+
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f || len == 0)
+			fprintf(out, "\\u%04x", *p);
+		else
+			fwrite(p, 1, len, out);
+		p += len ? len : 1;
+	}
+	fputc('"', out);
+}

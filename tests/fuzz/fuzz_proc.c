@@ -1,0 +1,33 @@
+/* fuzz_proc.c: libFuzzer target for the /proc parsers: the input as a
+ * /proc/PID/stat line through mr_parse_stat(), and as smaps_rollup and
+ * status text through mr_parse_mem(). */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "mrelease.h"
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
+{
+	char *s = malloc(size + 1), comm[MR_COMM_LEN], state;
+	unsigned long flags;
+	struct mr_mem mem;
+	pid_t ppid;
+
+	if (!s)
+		return 0;
+	memcpy(s, data, size);
+	s[size] = '\0';
+	mr_parse_mem(s, MR_MEASURE_SMAPS, &mem);
+	if (mem.rss_kb < 0 || mem.pss_kb < 0 || mem.anon_kb < 0 || mem.swap_kb < 0)
+		abort();
+	mr_parse_mem(s, MR_MEASURE_STATUS, &mem);
+	if (mem.rss_kb < 0 || mem.pss_kb != MR_UNKNOWN)
+		abort();
+	if (mr_parse_stat(s, comm, &state, &ppid, &flags) == 0 && strlen(comm) >= MR_COMM_LEN)
+		abort();
+	free(s);
+	return 0;
+}
