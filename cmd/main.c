@@ -340,10 +340,8 @@ int main(int argc, char **argv)
 		err(MR_EXIT_FATAL, "%s", run.fatal);
 	}
 	report(&o, &run);
-	if (r) {
-		errno = -r;
-		warn("%s; reported what was done", run.fatal);
-	}
+	if (r)
+		warnx("%s: %s; reported what was done", run.fatal, strerror(-r));
 	status = exit_status(&run, r);
 	mr_release_signals(run.interrupted);
 	mr_run_free(&run);
