@@ -535,6 +535,9 @@ static void note(const struct mr_run *run, const struct mr_note *n, bool verbose
 			warnx("interrupted with %zu target%s unfinished; reporting what was done",
 			      n->n, n->n == 1 ? "" : "s");
 		return;
+	case MR_N_GRACE_CUT:
+		warnx("the grace was cut short by a signal; killing now");
+		return;
 	case MR_N_FIGURES_STALLED:
 		warnx("gave up the figures of %zu target%s: reading them made no progress "
 		      "(a process stuck while holding its mmap_lock?)", n->n, n->n == 1 ? "" : "s");
@@ -603,7 +606,6 @@ static void note(const struct mr_run *run, const struct mr_note *n, bool verbose
 		warnx("no target got anywhere for a while: started another worker thread");
 		break;
 	case MR_N_RETRIES: warnx("process_mrelease was retried %zu times", n->n); break;
-	case MR_N_GRACE_CUT: warnx("the grace was cut short by a signal; killing now"); break;
 	default: break;
 	}
 }

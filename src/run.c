@@ -301,6 +301,7 @@ static int grace(struct act *a, struct mr_target **items, size_t n)
 static void kill_all(struct act *a, struct mr_target **items, size_t n, bool first)
 {
 	struct mr_run *run = a->run;
+	bool sent = false;
 
 	for (size_t c = 0; first && c < run->ncgroups; c++) {
 		struct mr_cgroup *cg = &run->cgroups[c];
@@ -313,6 +314,7 @@ static void kill_all(struct act *a, struct mr_target **items, size_t n, bool fir
 						   .cgroup = (int)c, .errnum = -r });
 		if (r)
 			cg->kill = MR_CGKILL_PIDFD;
+		sent |= r == 0;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct mr_target *t = items[i];
@@ -323,8 +325,10 @@ static void kill_all(struct act *a, struct mr_target **items, size_t n, bool fir
 			t->killed = true;
 		else
 			mr_target_signal(t, SIGKILL);
+		sent |= t->killed;
 	}
-	run->kill_us = mr_now_us() - run->cfg.start_us;
+	if (sent)
+		run->kill_us = mr_now_us() - run->cfg.start_us;
 }
 
 /* Open, measure, signal and release targets[from..from+n). */
