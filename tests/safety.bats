@@ -277,11 +277,13 @@ arrivals() {
 	start_victim -m 2 -u
 	parent=$VPID
 	join "$cg" "$parent"
-	# The second vfork is the watermark taken just before the first
-	# signal: hold mrelease there, and have the victim fork meanwhile.
-	start_traced "$BATS_TEST_TMPDIR/log" -e trace=vfork -e inject=vfork:delay_enter=1500000:when=2 \
-		-- --kill --verbose --json --cgroup "$cg"
-	wait_until 200 test "$(grep -c 'vfork(' "$BATS_TEST_TMPDIR/log")" -ge 2 ||
+	# The main thread starts a thread for the watermark before the listing,
+	# one worker, then a thread for the watermark just before the first
+	# signal: hold it at that third clone3, and have the victim fork
+	# meanwhile.
+	start_traced "$BATS_TEST_TMPDIR/log" -e trace=clone3 -e inject=clone3:delay_enter=1500000:when=3 \
+		-- --kill --jobs 1 --verbose --json --cgroup "$cg"
+	wait_until 200 test "$(grep -c 'clone3(' "$BATS_TEST_TMPDIR/log")" -ge 3 ||
 		fail "mrelease did not reach the kill: $(cat "$BATS_TEST_TMPDIR/err")"
 	kill -USR1 "$parent"
 	wait_until 100 pgrep -P "$parent" >/dev/null
