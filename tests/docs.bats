@@ -46,12 +46,14 @@ need_bash_completion() {
 # complete_line LINE: run _mrelease in a fresh bash as if the cursor were at
 # the end of LINE and print COMPREPLY, one candidate a line.  The words
 # are split the way readline splits them: at blanks, and around "=".
+# What the completion asks of compopt goes to $BATS_TEST_TMPDIR/compopt.
 complete_line() {
 	PATH="$(dirname "$MRELEASE"):$PATH" bash --norc --noprofile -s -- "$1" <<-'EOF'
 		source "$BASH_COMPLETION" || exit 99
 		source "$COMPLETION" || exit 98
 		# compopt only works inside a real completion.
-		compopt() { :; }
+		compopt() { printf '%s\n' "$*" >>"$BATS_TEST_TMPDIR/compopt"; }
+		: >"$BATS_TEST_TMPDIR/compopt"
 		COMP_LINE=$1
 		COMP_POINT=${#COMP_LINE}
 		read -ra COMP_WORDS <<<"${COMP_LINE//=/ = }"
@@ -62,6 +64,16 @@ complete_line() {
 	EOF
 }
 export BASH_COMPLETION COMPLETION
+
+# assert_candidates LINE WORD...: LINE completes to exactly these words, in
+# this order.
+assert_candidates() {
+	local line=$1
+	shift
+	run complete_line "$line"
+	assert_success
+	assert_equal "$(paste -sd' ' <<<"$output")" "$*"
+}
 
 # --- drift -----------------------------------------------------------------
 
@@ -141,6 +153,55 @@ export BASH_COMPLETION COMPLETION
 	run complete_line "mrelease --me"
 	assert_success
 	assert_output --regexp '^--measure=?$'
+}
+
+@test "completion: --force, --grace, --wait, -g, -w and -h are offered" {
+	need_bash_completion
+	assert_candidates "mrelease --fo" --force
+	assert_candidates "mrelease --gr" --grace=
+	# --wait needs its value now: no blank after "=".
+	assert_candidates "mrelease --wa" --wait=
+	grep -qx -- "-o nospace" "$BATS_TEST_TMPDIR/compopt"
+	run complete_line "mrelease -"
+	assert_success
+	assert_line -- -g
+	assert_line -- -w
+	assert_line -- -h
+	assert_line -- --force
+}
+
+@test "completion: --grace and --wait take seconds from the next word or after =" {
+	need_bash_completion
+	local line
+	for line in "mrelease --grace " "mrelease --grace=" "mrelease -g " "mrelease -kg " \
+		"mrelease --gr " "mrelease --wait " "mrelease --wait=" "mrelease -w " \
+		"mrelease -dw " "mrelease --wa="; do
+		assert_candidates "$line" 1 2 5 10 30
+	done
+	assert_candidates "mrelease --grace=3" 30
+	# A value right after the letter, as argp takes -w5.
+	assert_candidates "mrelease -w1" -w1 -w10
+}
+
+@test "completion: after the value of --wait or --grace comes a pid" {
+	need_bash_completion
+	local line
+	start_victim -m 1
+	for line in "mrelease --wait 5 " "mrelease -w 5 " "mrelease -w5 " "mrelease --wait=5 " \
+		"mrelease --kill --grace 2 " "mrelease -kg2 " "mrelease -- "; do
+		run complete_line "$line"
+		assert_success
+		assert_line "$VPID:mr-victim"
+	done
+}
+
+@test "completion: nothing after --help, -h, -? or --version" {
+	need_bash_completion
+	local line
+	for line in "mrelease --help " "mrelease -h " "mrelease -? " "mrelease -kh " \
+		"mrelease --version " "mrelease --usage "; do
+		assert_candidates "$line"
+	done
 }
 
 @test "completion: --measure gives exactly smaps status none" {
