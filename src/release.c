@@ -41,15 +41,14 @@ int mr_target_signal(struct mr_target *t, int sig)
 		t->status = MR_EXITED;
 		return -ESRCH;
 	}
-	mr_target_fail(t, MR_E_KILL, errno);
+	mr_target_fail(t, sig == SIGKILL ? MR_E_KILL : MR_E_TERM, errno);
 	return -t->errnum;
 }
 
 /* Strip a dying target's address space. With once (during --grace), a
  * target that is not dying yet stays pending: the kernel releases only a
  * process whose group exit has begun. */
-void mr_target_release(const struct mr_run *run, struct mr_target *t, bool once,
-		       unsigned int *retries, bool *nosys)
+void mr_target_release(struct mr_target *t, bool once, unsigned int *retries, bool *nosys)
 {
 	unsigned int delay = RETRY_FIRST_US;
 	int64_t start = mr_now_us();
@@ -86,8 +85,6 @@ void mr_target_release(const struct mr_run *run, struct mr_target *t, bool once,
 		break;
 	}
 	t->release_us = mr_now_us() - start;
-	if (t->status == MR_RELEASED || t->status == MR_EXITED)
-		mr_measure(run->cfg.proc, run->cfg.measure, t, &t->after);
 }
 
 /* Wait until the n targets in waiting have exited (their pidfds poll
