@@ -9,8 +9,9 @@ BASH_COMPLETION=/usr/share/bash-completion/bash_completion
 
 teardown() {
 	kill_victims
-	# Only ever an empty cgroup that the test made itself.
-	[ -z "${MR_TEST_CGROUP:-}" ] || rmdir "$MR_TEST_CGROUP"
+	# Only ever empty cgroups that the test made itself (make_cgroup).
+	clean_cgroups
+	return 0
 }
 
 # help_long_options: every long option that --help mentions, one a line.
@@ -29,12 +30,11 @@ mentions() {
 	grep -qE -- "(^|[^a-zA-Z0-9-])$1([^a-zA-Z0-9-]|$)"
 }
 
-# cgroup_mounts [TYPE...]: mount points of these file system types from
-# /proc/self/mountinfo (default: cgroup2 and cgroup).
+# cgroup_mounts: the mount points of every cgroup and cgroup2 file system,
+# from /proc/self/mountinfo.
 cgroup_mounts() {
-	awk -v types="${*:-cgroup2 cgroup}" '
-		BEGIN { n = split(types, t, " "); for (i = 1; i <= n; i++) want[t[i]] = 1 }
-		{ for (i = 7; i <= NF; i++) if ($i == "-") { if ($(i + 1) in want) print $5; break } }
+	awk '{ for (i = 7; i <= NF; i++) if ($i == "-") {
+		if ($(i + 1) == "cgroup" || $(i + 1) == "cgroup2") print $5; break } }
 	' /proc/self/mountinfo
 }
 
@@ -73,6 +73,50 @@ assert_candidates() {
 	run complete_line "$line"
 	assert_success
 	assert_equal "$(paste -sd' ' <<<"$output")" "$*"
+}
+
+# make_v2_cgroups: an empty cgroup $TOP under the cgroup2 mount $CG2 and
+# an empty $INNER inside it, removed by teardown.
+make_v2_cgroups() {
+	need_root
+	CG2=$(cgroup2_mount)
+	[ -n "$CG2" ] || skip "no cgroup2 file system is mounted"
+	make_cgroup "$CG2" || skip "cannot create a cgroup under $CG2"
+	TOP=$CG
+	make_cgroup "$TOP" || skip "cannot create a cgroup under $TOP"
+	INNER=$CG
+}
+
+# still_offered LINE CANDIDATE: LINE still completes to CANDIDATE.  Other
+# test suites may be making and removing cgroups meanwhile; a candidate
+# that has gone since is no fault of the completion.
+still_offered() {
+	complete_line "$1" | grep -qxF -- "$2"
+}
+
+# assert_prefixes_continue WORD: for every candidate of "--cgroup WORD",
+# each of its prefixes longer than WORD still completes towards it: to it,
+# to something longer, or to a part of it.  readline lists a candidate
+# only by its last component, so this fails whenever what the listing
+# shows cannot be typed.
+assert_prefixes_continue() {
+	local word=$1 cand prefix got n
+	local -a cands
+	local -A memo=()
+	mapfile -t cands < <(complete_line "mrelease --cgroup $word")
+	((${#cands[@]})) || fail "'--cgroup $word' offers nothing"
+	for cand in "${cands[@]}"; do
+		for ((n = ${#word} + 1; n < ${#cand}; n++)); do
+			prefix=${cand:0:n}
+			[[ -v memo[$prefix] ]] ||
+				memo[$prefix]=$(complete_line "mrelease --cgroup $prefix")
+			while IFS= read -r got; do
+				[[ $got && ($cand == "$got"* || $got == "$cand"*) ]] && continue 2
+			done <<<"${memo[$prefix]}"
+			still_offered "mrelease --cgroup $word" "$cand" || continue 2
+			fail "'--cgroup $prefix' loses '$cand' (offered for '$word'): ${memo[$prefix]}"
+		done
+	done
 }
 
 # --- drift -----------------------------------------------------------------
@@ -233,6 +277,112 @@ assert_candidates() {
 	assert_equal "${#lines[@]}" 40
 }
 
+@test "completion: --cgroup completes every cgroup mount as it is typed" {
+	need_bash_completion
+	local mnt base word
+	local -a mounts
+	mapfile -t mounts < <(cgroup_mounts)
+	((${#mounts[@]})) || skip "no cgroup file system is mounted"
+	for mnt in "${mounts[@]}"; do
+		base=${mnt##*/}
+		# From its parent directory, from any start of its name, and
+		# from the whole name, after a blank or after "=".  (readline
+		# adds the "/" to a directory it can see.)
+		for word in "${mnt%/*}/" "${mnt%/*}/${base:0:1}" "${mnt%/*}/${base:0:3}" "$mnt"; do
+			run complete_line "mrelease --cgroup $word"
+			assert_success
+			assert_line "$mnt"
+			run complete_line "mrelease --cgroup=$word"
+			assert_success
+			assert_line "$mnt"
+		done
+	done
+	# As file names, and without a blank, so that Tab goes on inside.
+	grep -qx -- "-o filenames -o nospace" "$BATS_TEST_TMPDIR/compopt"
+	# Inside a mount, its cgroups; right after -c, readline cannot see
+	# the directory, so the "/" comes with it.
+	for mnt in "${mounts[@]}"; do
+		word=$(find "$mnt" -mindepth 1 -maxdepth 1 -type d -print -quit)
+		[ -n "$word" ] || continue
+		run complete_line "mrelease --cgroup $mnt/"
+		assert_line "$word"
+		run complete_line "mrelease -c${word%?}"
+		assert_line "-c$word/"
+	done
+}
+
+@test "completion: --cgroup offers nothing that leads away from the cgroups" {
+	need_bash_completion
+	local word cand mnt cg2 ok
+	local -a mounts
+	mapfile -t mounts < <(cgroup_mounts)
+	((${#mounts[@]})) || skip "no cgroup file system is mounted"
+	cg2=$(cgroup2_mount)
+	for word in "" / "${mounts[0]%/*}/" "$(dirname "${mounts[0]%/*}")/"; do
+		run complete_line "mrelease --cgroup $word"
+		assert_success
+		[ -n "$output" ] || fail "'--cgroup $word' offers nothing"
+		for cand in "${lines[@]}"; do
+			ok=
+			for mnt in "${mounts[@]}"; do
+				[[ ${cand%/} == "$mnt" || $cand == "$mnt"/* || $mnt/ == "$cand"* ]] && ok=1
+			done
+			# A cgroup under the cgroup2 mount, relative or from its root.
+			[[ -n $cg2 && $cand != / && -d $cg2/${cand#/} ]] && ok=1
+			[ -n "$ok" ] || ! still_offered "mrelease --cgroup $word" "$cand" ||
+				fail "'--cgroup $word' offers '$cand', which is no way to a cgroup"
+		done
+	done
+}
+
+@test "completion: every --cgroup name in the listing can be typed" {
+	need_bash_completion
+	local mnt
+	mnt=$(cgroup_mounts | head -n 1)
+	[ -n "$mnt" ] || skip "no cgroup file system is mounted"
+	assert_prefixes_continue ""
+	assert_prefixes_continue /
+	assert_prefixes_continue "${mnt%/*}/"
+}
+
+@test "completion: relative --cgroup paths complete under the cgroup2 mount" {
+	need_bash_completion
+	make_v2_cgroups
+	local top=${TOP#"$CG2"/} inner=${INNER#"$CG2"/} word
+
+	# The empty word offers the relative names, and "/" for the absolute
+	# paths rather than mount points whose names could not be typed.
+	run complete_line "mrelease --cgroup "
+	assert_success
+	assert_line "$top/"
+	assert_line /
+	refute_line --regexp '^/.'
+	# Any start of a name, as "sys" gives "system.slice/".
+	for word in "${top:0:1}" "${top:0:3}" "$top"; do
+		run complete_line "mrelease --cgroup $word"
+		assert_line "$top/"
+	done
+	# The next level, after a blank or after "=", or right after -c.
+	for word in "$top/" "$top/${inner:${#top}+1:3}"; do
+		run complete_line "mrelease --cgroup $word"
+		assert_line "$inner/"
+		run complete_line "mrelease --cgroup=$word"
+		assert_line "$inner/"
+		run complete_line "mrelease -kc$word"
+		assert_line "-kc$inner/"
+	done
+	# From the root of the hierarchy, as /proc/PID/cgroup writes it, and
+	# as an absolute path.
+	run complete_line "mrelease --cgroup /${top:0:3}"
+	assert_line "/$top/"
+	run complete_line "mrelease --cgroup /$top/"
+	assert_line "/$inner/"
+	run complete_line "mrelease --cgroup $CG2/$top/"
+	assert_line "$INNER"
+	assert_prefixes_continue ""
+	assert_prefixes_continue /
+}
+
 @test "completion: a pid word offers the victim with its name" {
 	need_bash_completion
 	start_victim -m 1
@@ -244,31 +394,4 @@ assert_candidates() {
 	run complete_line "mrelease --kill $VPID"
 	assert_success
 	assert_line --regexp "^$VPID(:mr-victim)?\$"
-}
-
-@test "completion: --cgroup offers cgroup directories" {
-	need_bash_completion
-	local mnt sub
-	mnt=$(cgroup_mounts cgroup2 | head -n 1)
-	[ -n "$mnt" ] || mnt=$(cgroup_mounts | head -n 1)
-	[ -n "$mnt" ] || skip "no cgroup file system is mounted"
-
-	# The parent of a mount point offers the mount point.
-	run complete_line "mrelease --cgroup $(dirname "$mnt")/"
-	assert_success
-	assert_line "$mnt"
-
-	sub=$(find "$mnt" -mindepth 1 -maxdepth 1 -type d | head -n 1)
-	if [ -z "$sub" ]; then
-		[ "$(id -u)" -eq 0 ] || skip "$mnt has no child cgroup and creating one needs root"
-		MR_TEST_CGROUP="$mnt/mr-docs-test.$$"
-		mkdir "$MR_TEST_CGROUP"
-		sub=$MR_TEST_CGROUP
-	fi
-	run complete_line "mrelease --cgroup $mnt/"
-	assert_success
-	assert_line "$sub"
-	run complete_line "mrelease --cgroup=$mnt/"
-	assert_success
-	assert_line "$sub"
 }
