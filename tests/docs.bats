@@ -46,7 +46,8 @@ need_bash_completion() {
 # complete_line LINE: run _mrelease in a fresh bash as if the cursor were at
 # the end of LINE and print COMPREPLY, one candidate a line.  The words
 # are split the way readline splits them: at blanks, and around "=".
-# What the completion asks of compopt goes to $BATS_TEST_TMPDIR/compopt.
+# What the completion asks of compopt goes to $BATS_TEST_TMPDIR/compopt,
+# and the pids of that bash and its parent to $BATS_TEST_TMPDIR/shell.
 complete_line() {
 	PATH="$(dirname "$MRELEASE"):$PATH" bash --norc --noprofile -s -- "$1" <<-'EOF'
 		source "$BASH_COMPLETION" || exit 99
@@ -54,6 +55,7 @@ complete_line() {
 		# compopt only works inside a real completion.
 		compopt() { printf '%s\n' "$*" >>"$BATS_TEST_TMPDIR/compopt"; }
 		: >"$BATS_TEST_TMPDIR/compopt"
+		echo "$$ $PPID" >"$BATS_TEST_TMPDIR/shell"
 		COMP_LINE=$1
 		COMP_POINT=${#COMP_LINE}
 		read -ra COMP_WORDS <<<"${COMP_LINE//=/ = }"
@@ -116,6 +118,36 @@ assert_prefixes_continue() {
 			still_offered "mrelease --cgroup $word" "$cand" || continue 2
 			fail "'--cgroup $prefix' loses '$cand' (offered for '$word'): ${memo[$prefix]}"
 		done
+	done
+}
+
+# refute_pid PID: fail if $output offers PID, bare or as PID:comm.
+# (refute_line cannot look at an empty output.)
+refute_pid() {
+	! grep -qE "^$1(:|\$)" <<<"$output" || fail "pid $1 is offered: $output"
+}
+
+# kernel_threads: the pids of the kernel threads that /proc shows.
+kernel_threads() {
+	local stat f
+	local -a fields
+	for f in /proc/[0-9]*/stat; do
+		read -r stat 2>/dev/null <"$f" || continue
+		read -ra fields <<<"${stat##*) }"
+		((fields[6] & 0x00200000)) && echo "${f//[!0-9]/}"
+	done
+	return 0
+}
+
+# ancestors PID: PID and every process above it.
+ancestors() {
+	local pid=$1 stat
+	local -a fields
+	while ((pid > 0)); do
+		echo "$pid"
+		read -r stat 2>/dev/null <"/proc/$pid/stat" || break
+		read -ra fields <<<"${stat##*) }"
+		pid=${fields[1]}
 	done
 }
 
@@ -383,15 +415,74 @@ assert_prefixes_continue() {
 	assert_prefixes_continue /
 }
 
-@test "completion: a pid word offers the victim with its name" {
+@test "completion: a pid word offers PID:comm, and a single match as the bare pid" {
 	need_bash_completion
 	start_victim -m 1
 	run complete_line "mrelease "
 	assert_success
 	assert_line "$VPID:mr-victim"
+	refute_line --regexp '^[0-9]+$'
 	# The whole pid either is unique, and then inserted bare, or still
 	# shows the name among longer pids.
 	run complete_line "mrelease --kill $VPID"
 	assert_success
-	assert_line --regexp "^$VPID(:mr-victim)?\$"
+	if ((${#lines[@]} == 1)); then
+		assert_output "$VPID"
+	else
+		assert_line "$VPID:mr-victim"
+		refute_line --regexp '^[0-9]+$'
+	fi
+}
+
+@test "completion: pid 1 and zombies are not offered" {
+	need_bash_completion
+	local zombie
+	start_victim -z
+	zombie=$(pgrep -P "$VPID")
+	[[ $zombie =~ ^[0-9]+$ && $(cut -d' ' -f3 "/proc/$zombie/stat") == Z ]] ||
+		fail "mr-victim -z left no zombie: '$zombie'"
+	run complete_line "mrelease "
+	assert_success
+	assert_line "$VPID:mr-victim"
+	refute_pid 1
+	refute_pid "$zombie"
+	run complete_line "mrelease 1"
+	refute_pid 1
+	run complete_line "mrelease $zombie"
+	refute_pid "$zombie"
+}
+
+@test "completion: kernel threads are not offered" {
+	need_bash_completion
+	local kthreads after pid
+	kthreads=$(kernel_threads)
+	[ -n "$kthreads" ] || skip "no kernel thread is visible in /proc (a pid namespace?)"
+	start_victim -m 1
+	run complete_line "mrelease "
+	assert_success
+	assert_line "$VPID:mr-victim"
+	# Only those that were kernel threads before and after: kworkers come
+	# and go, and their pids may be reused meanwhile.
+	after=$(kernel_threads)
+	for pid in $kthreads; do
+		if grep -qx "$pid" <<<"$after"; then
+			refute_pid "$pid"
+		fi
+	done
+	pid=${kthreads%%$'\n'*}
+	run complete_line "mrelease $pid"
+	refute_pid "$pid"
+}
+
+@test "completion: the completing shell and its ancestors are not offered" {
+	need_bash_completion
+	local shell parent pid
+	start_victim -m 1
+	run complete_line "mrelease "
+	assert_success
+	assert_line "$VPID:mr-victim"
+	read -r shell parent <"$BATS_TEST_TMPDIR/shell"
+	for pid in "$shell" "$parent" $(ancestors "$BASHPID"); do
+		refute_pid "$pid"
+	done
 }
