@@ -11,6 +11,10 @@ teardown() {
 	kill_victims
 	# Only ever empty cgroups that the test made itself (make_cgroup).
 	clean_cgroups
+	if [ -n "${TMUX_SOCKET:-}" ]; then
+		tmux -S "$TMUX_SOCKET" kill-server 2>/dev/null
+		rm -f "$TMUX_SOCKET"
+	fi
 	return 0
 }
 
@@ -149,6 +153,64 @@ ancestors() {
 		read -ra fields <<<"${stat##*) }"
 		pid=${fields[1]}
 	done
+}
+
+# tmux_start: an interactive bash with the completion loaded, in a tmux
+# server of its own on $TMUX_SOCKET (killed by teardown), at its prompt.
+tmux_start() {
+	command -v tmux >/dev/null || skip "tmux is not installed"
+	local rc=$BATS_TEST_TMPDIR/bashrc
+	{
+		echo "PS1='mr> ' HISTFILE=/dev/null"
+		printf 'PATH=%q:%s\n' "$(dirname "$MRELEASE")" "\$PATH"
+		printf 'source %q\n' "$BASH_COMPLETION" "$COMPLETION"
+		echo "bind 'set bell-style none'"
+	} >"$rc"
+	# Its own socket: nothing else's tmux server is ever touched.
+	TMUX_SOCKET=$(mktemp -u /tmp/mr-docs-tmux.XXXXXX)
+	tmux -S "$TMUX_SOCKET" -f /dev/null new-session -d -x 200 -y 50 \
+		"bash --noprofile --rcfile $(printf %q "$rc") -i"
+	tmux_wait_line '^mr>$'
+}
+
+# tmux_poll REGEX: wait up to 5 seconds for a line of the screen to match
+# (grep -E), and leave the last such line in $TMUX_LINE.
+tmux_poll() {
+	local i
+	for ((i = 0; i < 100; i++)); do
+		TMUX_LINE=$(tmux -S "$TMUX_SOCKET" capture-pane -p | grep -E -- "$1" | tail -n 1)
+		[ -n "$TMUX_LINE" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# tmux_wait_line REGEX: as tmux_poll, but fail the test on time-out.
+tmux_wait_line() {
+	tmux_poll "$1" ||
+		fail "no line matches '$1' on the screen: $(tmux -S "$TMUX_SOCKET" capture-pane -p)"
+}
+
+# regex_quote STRING: STRING as an extended regex that matches just it.
+regex_quote() {
+	sed -E 's/[][\\.*^$+?(){}|]/\\&/g' <<<"$1"
+}
+
+# tmux_type KEY...: send keys to the shell, as tmux send-keys names them.
+tmux_type() {
+	tmux -S "$TMUX_SOCKET" send-keys "$@"
+}
+
+# tmux_clear: empty the command line and the screen, and wait until the
+# prompt is all there is, so that nothing old is taken for an answer.
+tmux_clear() {
+	local i
+	tmux_type C-u C-l
+	for ((i = 0; i < 100; i++)); do
+		[ "$(tmux -S "$TMUX_SOCKET" capture-pane -p | grep -v '^$')" = "mr>" ] && return 0
+		sleep 0.05
+	done
+	fail "the screen did not clear: $(tmux -S "$TMUX_SOCKET" capture-pane -p)"
 }
 
 # --- drift -----------------------------------------------------------------
@@ -485,4 +547,62 @@ ancestors() {
 	for pid in "$shell" "$parent" $(ancestors "$BASHPID"); do
 		refute_pid "$pid"
 	done
+}
+
+@test "completion: a --cgroup path and a pid complete in a real bash under tmux" {
+	need_bash_completion
+	local mnt base word='' name n
+	# A mount and the shortest start of its name that only it completes,
+	# as "mem" for /sys/fs/cgroup/memory.
+	while [ -z "$word" ] && IFS= read -r mnt; do
+		base=${mnt##*/}
+		for ((n = 1; n <= ${#base}; n++)); do
+			if [ "$(complete_line "mrelease --cgroup ${mnt%/*}/${base:0:n}")" = "$mnt" ]; then
+				word=${mnt%/*}/${base:0:n}
+				break
+			fi
+		done
+	done < <(cgroup_mounts)
+	[ -n "$word" ] || skip "no cgroup mount has a name that no other one starts with"
+	start_victim -m 1
+	tmux_start
+
+	# Tab gives the mount with a "/", and what is typed next goes on
+	# inside it.
+	tmux_type "mrelease --cgroup $word" Tab
+	tmux_wait_line "^mr> mrelease --cgroup $(regex_quote "$mnt")/\$"
+	tmux_type x
+	tmux_wait_line "^mr> mrelease --cgroup $(regex_quote "$mnt")/x\$"
+	tmux_clear
+
+	# Tab Tab on an empty --cgroup word lists names; one of them, typed as
+	# the listing shows it, completes to itself (and not to nothing).  A
+	# cgroup under the cgroup2 mount, where there may be none, makes that
+	# list one of relative names, to which absolute ones must not be added.
+	# Other test suites may be making and removing mrelease-test.* cgroups
+	# meanwhile: the name is one of neither those nor "/", or else ours.
+	CG2=$(cgroup2_mount) CG=
+	[[ -z $CG2 || $(id -u) -ne 0 ]] || make_cgroup "$CG2" || CG=
+	tmux_type "mrelease --cgroup " Tab Tab
+	if tmux_poll '^([^m]|m[^r]|mr[^>])'; then
+		[ -z "$CG" ] || tmux_wait_line "(^| )$(regex_quote "${CG##*/}")/( |\$)"
+		name=$(tmux -S "$TMUX_SOCKET" capture-pane -p | grep -v '^mr>' |
+			tr -s ' ' '\n' | grep -vx -e / -e '' -e 'mrelease-test\..*' | head -n 1)
+		[ -n "$name" ] || [ -z "$CG" ] || name=${CG##*/}/
+		[ -n "$name" ] || fail "no name in the listing: $TMUX_LINE"
+		tmux_clear
+		tmux_type "mrelease --cgroup " Tab "${name%/}" Tab Tab
+		tmux_wait_line "^mr> mrelease --cgroup .*$(regex_quote "$name")\$|(^| )$(regex_quote "$name")( |\$)"
+	fi
+	tmux_clear
+
+	# A pid: inserted bare with a blank when it is the only match, else
+	# the listing shows it with its name.
+	tmux_type "mrelease --kill $VPID" Tab x
+	tmux_wait_line "^mr> mrelease --kill $VPID ?x\$"
+	if [[ $TMUX_LINE == *"$VPID x" ]]; then
+		return 0
+	fi
+	tmux_type BSpace Tab Tab
+	tmux_wait_line "(^| )$VPID:mr-victim( |\$)"
 }
