@@ -33,9 +33,9 @@
 /* The workers read small files into buffers on their stacks; 8 MiB each
  * would only be address space to lock. Sanitizers need more room. */
 #if defined(__SANITIZE_ADDRESS__)
-#define STACK_SIZE (1024 * 1024)
+#define STACK_SIZE ((size_t)1024 * 1024)
 #else
-#define STACK_SIZE (64 * 1024)
+#define STACK_SIZE ((size_t)64 * 1024)
 #endif
 
 /* An item is taken, acted on (opened, or released), then done (its
@@ -266,7 +266,7 @@ static void abandon(struct mr_pool *p)
 int mr_pool_run(struct mr_pool *p, enum mr_job job, struct mr_target **items, size_t n)
 {
 	struct pollfd pfd = { .fd = p->efd, .events = POLLIN };
-	size_t seen = 0;
+	size_t seen;
 	eventfd_t v;
 	int r = 0;
 

@@ -3,9 +3,10 @@
  * arrivals. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -132,30 +133,35 @@ int mr_wait_exit(struct mr_target **waiting, size_t n, int64_t deadline_us,
 	return r;
 }
 
-/* The pidfs inode of a process made just now: every process made before
- * this call has a smaller one, every process made after it a larger one
- * (pidfs numbers them in the order their pids are allocated). 0 before
- * Linux 6.9. */
-int mr_pid_watermark(uint64_t *ino)
-{
-	int fd, r = 0;
-	pid_t pid;
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* include/uapi/linux/pidfd.h, Linux 6.9 */
+#endif
 
-	*ino = 0;
-	pid = vfork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0)
-		_exit(0);
-	/* Not reaped yet: its pid, and pidfd, are still its own. */
-	fd = mr_sys_pidfd_open(pid);
-	if (fd < 0)
-		r = -errno;
-	else {
-		r = mr_pidfd_inode(fd, ino);
+/* A thread that opens a pidfd for itself and reports its pidfs inode. */
+static void *watermark_thread(void *arg)
+{
+	uint64_t *ino = arg;
+	int fd = mr_sys_pidfd_open_flags(gettid(), PIDFD_THREAD);
+
+	if (fd >= 0) {
+		mr_pidfd_inode(fd, ino);
 		close(fd);
 	}
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	return r;
+	return NULL;
+}
+
+/* The pidfs inode of a task made just now: pidfs numbers every pid in the
+ * order it is allocated, so every process made before this call has a
+ * smaller one, every process made after it a larger one. 0 where there is
+ * no pidfs (before Linux 6.9), or no thread could be made. */
+int mr_pid_watermark(uint64_t *ino)
+{
+	pthread_t t;
+	int r;
+
+	*ino = 0;
+	if ((r = pthread_create(&t, NULL, watermark_thread, ino)))
+		return -r;
+	pthread_join(t, NULL);
+	return 0;
 }

@@ -545,7 +545,7 @@ static int wait_exits(struct act *a, struct mr_target *t, size_t n, int64_t dead
 		}
 		w->waiting = false;
 		if (run->cfg.wait)
-			w->exited = gone;
+			w->exited = gone ? 1 : 0;
 	}
 	free(items);
 	return r ? fatal(run, r, "waiting for the targets to exit") : 0;
@@ -625,6 +625,8 @@ int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 	if (jobs > run->ntargets)
 		jobs = (unsigned int)run->ntargets;
 	budget = mr_fd_budget(run->ntargets, jobs + FD_RESERVE);
+	if (budget == 0)
+		budget = 1;
 	if (budget < run->ntargets)
 		mr_note_add(run, (struct mr_note){ .kind = MR_N_BATCHES,
 						   .n = (run->ntargets + budget - 1) / budget });
