@@ -155,10 +155,14 @@ ancestors() {
 	done
 }
 
+need_tmux() {
+	command -v tmux >/dev/null || skip "tmux is not installed"
+}
+
 # tmux_start: an interactive bash with the completion loaded, in a tmux
 # server of its own on $TMUX_SOCKET (killed by teardown), at its prompt.
 tmux_start() {
-	command -v tmux >/dev/null || skip "tmux is not installed"
+	need_tmux
 	local rc=$BATS_TEST_TMPDIR/bashrc
 	{
 		echo "PS1='mr> ' HISTFILE=/dev/null"
@@ -551,6 +555,7 @@ tmux_clear() {
 
 @test "completion: a --cgroup path and a pid complete in a real bash under tmux" {
 	need_bash_completion
+	need_tmux
 	local mnt base word='' name n
 	# A mount and the shortest start of its name that only it completes,
 	# as "mem" for /sys/fs/cgroup/memory.
