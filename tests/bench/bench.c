@@ -13,6 +13,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mrelease.h"
 #include "sys.h"
 
 #define NS_PER_US 1000LL
@@ -222,39 +224,7 @@ static int64_t setup_budget(size_t bytes)
 	return 30 * NS_PER_S + (int64_t)(bytes / (10UL << 20)) * NS_PER_S;
 }
 
-/* ---- small file helpers ---- */
-
-static int write_file(const char *dir, const char *name, const char *val)
-{
-	char path[PATH_MAX + 64];
-	ssize_t n;
-	int fd, e = 0;
-
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = write(fd, val, strlen(val));
-	if (n < 0)
-		e = -errno;
-	close(fd);
-	return e;
-}
-
-/* Read a small file, NUL-terminated; bytes read or -errno. */
-static ssize_t read_file(const char *path, char *buf, size_t len)
-{
-	ssize_t n, got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0)
-		return -errno;
-	while ((size_t)got < len - 1 && (n = read(fd, buf + got, len - 1 - got)) > 0)
-		got += n;
-	close(fd);
-	buf[got] = '\0';
-	return got;
-}
+/* ---- small file readers ---- */
 
 /* VmRSS in KiB, or -1 when there is no VmRSS line.  A missing line does
  * not mean the memory is back: exit_mm() clears task->mm first and only
@@ -267,7 +237,7 @@ static long vm_rss_kb(pid_t pid)
 	const char *p;
 
 	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	if (read_file(path, buf, sizeof(buf)) < 0)
+	if (mr_read_file(path, buf, sizeof(buf)) < 0)
 		return -1;
 	p = strstr(buf, "\nVmRSS:");
 	return p ? strtol(p + 7, NULL, 10) : -1;
@@ -278,73 +248,12 @@ static long meminfo_kb(const char *key)
 	char buf[8192];
 	const char *p;
 
-	if (read_file("/proc/meminfo", buf, sizeof(buf)) < 0 || !(p = strstr(buf, key)))
+	if (mr_read_file("/proc/meminfo", buf, sizeof(buf)) < 0 || !(p = strstr(buf, key)))
 		return -1;
 	return strtol(p + strlen(key), NULL, 10);
 }
 
-/* ---- cgroup mounts, found in /proc/self/mountinfo, never hard-coded ---- */
-
-static bool has_token(const char *list, const char *word)
-{
-	size_t len = strlen(word);
-
-	for (const char *p = list; p; p = strchr(p, ',')) {
-		if (*p == ',')
-			p++;
-		if (!strncmp(p, word, len) && (p[len] == ',' || p[len] == '\0'))
-			return true;
-	}
-	return false;
-}
-
-/* mountinfo escapes space, tab, newline and backslash as \ooo. */
-static void unescape_octal(const char *in, char *out, size_t len)
-{
-	size_t o = 0;
-
-	while (*in && o + 1 < len) {
-		if (in[0] == '\\' && in[1] >= '0' && in[1] <= '3' && in[2] >= '0' && in[2] <= '7' &&
-		    in[3] >= '0' && in[3] <= '7') {
-			out[o++] = (char)((in[1] - '0') << 6 | (in[2] - '0') << 3 | (in[3] - '0'));
-			in += 4;
-		} else {
-			out[o++] = *in++;
-		}
-	}
-	out[o] = '\0';
-}
-
-/* The cgroup2 mount (controller == NULL) or the v1 hierarchy that carries
- * controller; false when there is none. */
-static bool find_cgroup_mount(const char *controller, char *out, size_t len)
-{
-	FILE *f = fopen("/proc/self/mountinfo", "re");
-	char *line = NULL, mnt[PATH_MAX], fstype[64], opts[1024];
-	size_t cap = 0;
-	bool found = false;
-
-	if (!f)
-		return false;
-	while (!found && getline(&line, &cap, f) > 0) {
-		char *sep = strstr(line, " - ");
-
-		if (!sep)
-			continue;
-		*sep = '\0';
-		if (sscanf(sep + 3, "%63s %*s %1023s", fstype, opts) != 2 ||
-		    sscanf(line, "%*s %*s %*s %*s %4095s", mnt) != 1)
-			continue;
-		if (controller ? strcmp(fstype, "cgroup") || !has_token(opts, controller)
-			       : strcmp(fstype, "cgroup2") != 0)
-			continue;
-		unescape_octal(mnt, out, len);
-		found = true;
-	}
-	free(line);
-	fclose(f);
-	return found;
-}
+/* ---- cgroups made by mr-bench ---- */
 
 /* Make mr-bench.<pid>.<slot> under mount and remember it for clean-up. */
 static struct cgdir *cg_create(const char *mount, enum cg_kind kind)
@@ -375,9 +284,9 @@ static void cg_thaw(struct cgdir *cg)
 	if (!cg->used)
 		return;
 	if (cg->kind == CG_FREEZER)
-		write_file(cg->path, "freezer.state", "THAWED");
+		mr_write_file(cg->path, "freezer.state", "THAWED");
 	else if (cg->kind == CG_V2)
-		write_file(cg->path, "cgroup.freeze", "0");
+		mr_write_file(cg->path, "cgroup.freeze", "0");
 }
 
 /* rmdir succeeds once the last member has been reaped; give stragglers a
@@ -403,14 +312,14 @@ static void cg_remove(struct cgdir *cg)
 static int cg_freeze(struct cgdir *cg, int64_t deadline)
 {
 	char path[PATH_MAX + 32], state[64];
-	int e = write_file(cg->path, "freezer.state", "FROZEN");
+	int e = mr_write_file(cg->path, "freezer.state", "FROZEN");
 
 	if (e)
 		return e;
 	/* FREEZING until every task has stopped. */
 	snprintf(path, sizeof(path), "%s/freezer.state", cg->path);
 	while (now_ns() < deadline) {
-		if (read_file(path, state, sizeof(state)) > 0 && !strncmp(state, "FROZEN", 6))
+		if (mr_read_file(path, state, sizeof(state)) > 0 && !strncmp(state, "FROZEN", 6))
 			return 0;
 		sleep_ns(NS_PER_MS);
 	}
@@ -1234,7 +1143,7 @@ static int64_t time_cgroup_kill(const struct bench *b, const struct cgdir *cg)
 		err(EXIT_FATAL, "%s", path);
 	t0 = now_ns();
 	deadline = t0 + b->timeout_ns;
-	if ((e = write_file(cg->path, "cgroup.kill", "1")))
+	if ((e = mr_write_file(cg->path, "cgroup.kill", "1")))
 		errx(EXIT_FATAL, "%s/cgroup.kill: %s", cg->path, strerror(-e));
 	for (;;) {
 		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
@@ -1633,7 +1542,7 @@ static void read_load(char *buf, size_t len)
 	char raw[128];
 	double l1, l5, l15;
 
-	if (read_file("/proc/loadavg", raw, sizeof(raw)) > 0 &&
+	if (mr_read_file("/proc/loadavg", raw, sizeof(raw)) > 0 &&
 	    sscanf(raw, "%lf %lf %lf", &l1, &l5, &l15) == 3)
 		snprintf(buf, len, "%.2f %.2f %.2f", l1, l5, l15);
 	else
@@ -1648,7 +1557,7 @@ static void print_header(const struct bench *b, FILE *f)
 	long total = meminfo_kb("MemTotal:");
 
 	uname(&u);
-	if (read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp)) > 0) {
+	if (mr_read_file("/sys/kernel/mm/transparent_hugepage/enabled", thp, sizeof(thp)) > 0) {
 		char *l = strchr(thp, '['), *r = l ? strchr(l, ']') : NULL;
 
 		if (l && r) {
@@ -1830,22 +1739,6 @@ static void print_report(const struct bench *b, FILE *f)
 
 /* ---- JSON ---- */
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 static void json_us(FILE *f, int64_t ns)
 {
 	if (ns == TIMED_OUT)
@@ -1860,13 +1753,13 @@ static void json_series(FILE *f, const char *id, const struct series *s)
 	int timeouts = 0;
 
 	fprintf(f, "{\"id\":\"%s\",\"label\":", id);
-	json_str(f, s->label);
+	mr_json_string(f, s->label);
 	fputs(",\"command\":", f);
-	json_str(f, s->command);
+	mr_json_string(f, s->command);
 	fprintf(f, ",\"available\":%s", s->available ? "true" : "false");
 	if (!s->available) {
 		fputs(",\"why\":", f);
-		json_str(f, s->why);
+		mr_json_string(f, s->why);
 	}
 	fprintf(f, ",\"planned\":%d,\"failed\":%d,\"samples_us\":[", s->planned, s->failed);
 	for (int i = 0; i < s->n; i++) {
@@ -1885,7 +1778,7 @@ static void json_series(FILE *f, const char *id, const struct series *s)
 	}
 	if (s->error[0]) {
 		fputs(",\"error\":", f);
-		json_str(f, s->error);
+		mr_json_string(f, s->error);
 	}
 	if (s->self.have) {
 		fputs(",\"self_report\":{\"wall_us\":", f);
@@ -1906,17 +1799,17 @@ static void write_json(const struct bench *b, const char *path)
 	if (!f)
 		err(EXIT_FATAL, "%s", path);
 	fputs("{\"config\":{\"mrelease\":", f);
-	json_str(f, b->opt.mrelease);
+	mr_json_string(f, b->opt.mrelease);
 	fputs(",\"version\":", f);
-	json_str(f, b->version);
+	mr_json_string(f, b->version);
 	fprintf(f, ",\"size_mib\":%ld,\"runs\":%ld,\"kill_runs\":%ld,\"timeout_s\":%ld,"
 		   "\"overhead_runs\":%ld,\"quick\":%s,\"cpus\":%ld,\"load_start\":",
 		b->opt.size_mib, b->opt.runs, b->opt.kill_runs, b->opt.timeout_s,
 		b->opt.overhead_runs, b->opt.quick ? "true" : "false",
 		sysconf(_SC_NPROCESSORS_ONLN));
-	json_str(f, b->load_start);
+	mr_json_string(f, b->load_start);
 	fputs(",\"load_end\":", f);
-	json_str(f, b->load_end);
+	mr_json_string(f, b->load_end);
 	fprintf(f, ",\"memory_back\":\"%s\"},\"scenarios\":[", b->v1_memory[0] ? "memcg_v1_rss" : "vmrss");
 	for (int i = SC_IDLE; i < SC_OVERHEAD; i++) {
 		const struct scenario *sc = &b->sc[i];
@@ -1928,7 +1821,7 @@ static void write_json(const struct bench *b, const char *path)
 			sc->available ? "true" : "false");
 		first = false;
 		fputs(sc->available ? "\"setup\":" : "\"why\":", f);
-		json_str(f, sc->available ? sc->setup : sc->why);
+		mr_json_string(f, sc->available ? sc->setup : sc->why);
 		fputs(",\"methods\":[", f);
 		for (int r = 0; r < NROWS; r++) {
 			if (!sc->row[r].label)
@@ -1942,9 +1835,9 @@ static void write_json(const struct bench *b, const char *path)
 	fputs("],\"targets\":[", f);
 	for (int i = 0; i < nt; i++) {
 		fprintf(f, "%s{\"what\":", i ? "," : "");
-		json_str(f, t[i].what);
+		mr_json_string(f, t[i].what);
 		fputs(",\"goal\":", f);
-		json_str(f, t[i].goal);
+		mr_json_string(f, t[i].goal);
 		if (t[i].r.valid)
 			fprintf(f, ",\"value\":%.3f,\"lower_bound\":%s", t[i].r.v,
 				t[i].r.lower_bound ? "true" : "false");
@@ -2098,6 +1991,37 @@ static void install_handlers(void)
 		errx(EXIT_FATAL, "atexit");
 }
 
+/* The cgroup2 mount and the v1 freezer and memory hierarchies, as
+ * /proc/self/mountinfo has them: never hard-coded, since a hybrid system
+ * mounts cgroup2 beside the v1 controllers. */
+static void find_mounts(struct bench *b)
+{
+	static const struct {
+		const char *controller; /* NULL: cgroup2 */
+		size_t off;
+	} want[] = {
+		{ "freezer", offsetof(struct bench, v1_freezer) },
+		{ "memory", offsetof(struct bench, v1_memory) },
+		{ NULL, offsetof(struct bench, v2_root) },
+	};
+	struct mr_cgmounts ms;
+	int r = mr_cgmounts_read(&ms, "/proc/self/mountinfo");
+
+	if (r) {
+		errno = -r;
+		err(EXIT_FATAL, "/proc/self/mountinfo");
+	}
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		const struct mr_cgmount *m = want[i].controller
+						     ? mr_cgmounts_v1(&ms, want[i].controller)
+						     : mr_cgmounts_v2(&ms);
+
+		if (m)
+			snprintf((char *)b + want[i].off, PATH_MAX, "%s", m->path);
+	}
+	mr_cgmounts_free(&ms);
+}
+
 static void prepare(struct bench *b)
 {
 	const char *args[] = { "--version", NULL };
@@ -2116,9 +2040,7 @@ static void prepare(struct bench *b)
 	r.out[strcspn(r.out, "\n")] = '\0';
 	snprintf(b->version, sizeof(b->version), "%s", r.out);
 	free(r.out);
-	find_cgroup_mount("freezer", b->v1_freezer, sizeof(b->v1_freezer));
-	find_cgroup_mount("memory", b->v1_memory, sizeof(b->v1_memory));
-	find_cgroup_mount(NULL, b->v2_root, sizeof(b->v2_root));
+	find_mounts(b);
 	for (int i = SC_IDLE; i < SC_OVERHEAD; i++)
 		b->sc[i].name = scenario_names[i];
 }
