@@ -28,6 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <jansson.h>
+
 #include "mrelease.h"
 #include "sys.h"
 
@@ -751,46 +753,40 @@ static void run_tool(const struct bench *b, const char *const *args, bool captur
 	close(errfd);
 }
 
-/* The integer after "key": in text, from *pos on; -1 for null or absent.
- * Enough for mrelease's own flat output; not a JSON parser. */
-static long long json_int(const char *text, const char *key, const char **pos)
+/* An integer member of obj; -1 for null or absent, as mrelease writes
+ * null for what it did not measure. */
+static long long json_int_member(const json_t *obj, const char *key)
 {
-	char pat[64];
-	const char *p;
+	const json_t *v = json_object_get(obj, key);
 
-	snprintf(pat, sizeof(pat), "\"%s\":", key);
-	p = strstr(*pos, pat);
-	if (!p) {
-		*pos = text + strlen(text);
-		return -1;
-	}
-	p += strlen(pat);
-	while (*p == ' ')
-		p++;
-	*pos = p;
-	return (*p >= '0' && *p <= '9') ? strtoll(p, NULL, 10) : -1;
+	return json_is_integer(v) ? (long long)json_integer_value(v) : -1;
 }
 
+/* mrelease's --json document: the slowest target's release_us, the
+ * number of targets and the summary's elapsed_us. */
 static void parse_self_report(struct self_report *sr, const char *out)
 {
-	const char *pos = out;
-	long long v;
+	json_error_t jerr;
+	json_t *doc = json_loads(out, 0, &jerr), *targets, *t;
+	size_t i;
 
 	sr->release_us = -1;
+	sr->elapsed_us = -1;
 	sr->targets = 0;
-	/* The slowest target's release_us; then the summary's elapsed_us. */
-	while (*pos) {
-		v = json_int(out, "release_us", &pos);
-		if (!*pos)
-			break;
+	if (!doc) {
+		snprintf(sr->error, sizeof(sr->error), "its JSON, line %d: %s", jerr.line, jerr.text);
+		return;
+	}
+	targets = json_object_get(doc, "targets");
+	json_array_foreach(targets, i, t) {
+		long long v = json_int_member(t, "release_us");
+
 		sr->targets++;
 		if (v > sr->release_us)
 			sr->release_us = v;
 	}
-	pos = strstr(out, "\"summary\"");
-	if (!pos)
-		pos = out + strlen(out);
-	sr->elapsed_us = json_int(out, "elapsed_us", &pos);
+	sr->elapsed_us = json_int_member(json_object_get(doc, "summary"), "elapsed_us");
+	json_decref(doc);
 }
 
 /* ---- recording ---- */
