@@ -60,6 +60,7 @@ struct bench_opts {
  * said null. */
 struct self_report {
 	int64_t kill_us, elapsed_us, release_us; /* release_us: the slowest target */
+	int64_t exited; /* targets it found exiting by themselves: nothing to release */
 };
 
 /* One method in one scenario: what was run and what it took. */
@@ -74,6 +75,7 @@ struct series {
 	int64_t us[MAX_RUNS];  /* or TIMED_OUT */
 	struct self_report self[MAX_RUNS];
 	char error[240];       /* the first failure */
+	char note[240];        /* the first sample that timed out after mrelease was done */
 };
 
 struct scenario {

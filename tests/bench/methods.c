@@ -131,6 +131,14 @@ void time_mrelease(const struct bench *b, const struct scenario *sc, int run,
 	} else {
 		int64_t end = wait_memory_back(vs->meter, vs->bytes, r.start_us + b->timeout_us);
 
+		/* mrelease was done, but the memory was not back: say how it
+		 * found the victims, since that tells why. */
+		if (end == TIMED_OUT && !s->note[0])
+			snprintf(s->note, sizeof(s->note),
+				 "run %d: mrelease exited 0 after %.1f ms (%ld released, %ld "
+				 "found exiting), but the memory was not back",
+				 run + 1, (double)(r.end_us - r.start_us) / US_PER_MS, rep.released,
+				 rep.exited);
 		record_end(b, sc, run, s, r.start_us, end, &rep.self);
 	}
 	free(r.out);

@@ -340,6 +340,8 @@ static void print_notes(const struct bench *b, FILE *f)
 			if (s->failed)
 				fprintf(f, "  %s %s: %d failed runs, first: %s\n", b->sc[i].name,
 					s->label, s->failed, s->error);
+			if (s->note[0])
+				fprintf(f, "  %s %s: %s\n", b->sc[i].name, s->label, s->note);
 		}
 	fprintf(f, "  the benchmark took %.0f s\n", (double)(mr_now_us() - b->started) / US_PER_S);
 }
@@ -413,9 +415,12 @@ static void json_row(FILE *f, const struct scenario *sc, const struct series *s)
 		json_self(f, s, "kill_us", offsetof(struct self_report, kill_us));
 		json_self(f, s, "elapsed_us", offsetof(struct self_report, elapsed_us));
 		json_self(f, s, "release_us", offsetof(struct self_report, release_us));
+		json_self(f, s, "exited", offsetof(struct self_report, exited));
 	}
 	if (s->error[0])
 		json_key_str(f, "error", s->error);
+	if (s->note[0])
+		json_key_str(f, "note", s->note);
 	fputc('}', f);
 }
 
