@@ -225,7 +225,8 @@ scenario_fn scenario_idle, scenario_starved, scenario_stuck, scenario_grace, sce
 scenario_fn scenario_cgroup, scenario_cgroup_stuck, scenario_tiny;
 scenario_fn scenario_startup, scenario_protect, scenario_overhead;
 
-/* The victim counts of tiny and the sizes of sweep, full and --quick. */
+/* The victim counts of tiny and the sizes of sweep, full and --quick,
+ * each ended by a 0. */
 extern const long tiny_counts[], tiny_counts_quick[];
 extern const long sweep_mib[], sweep_mib_quick[];
 size_t tiny_ncounts(const struct bench *b);

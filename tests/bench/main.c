@@ -24,6 +24,7 @@ static const struct {
 	[SC_STUCK] = { "stuck", scenario_stuck },
 	[SC_CGROUP] = { "cgroup", scenario_cgroup },
 	[SC_CGSTUCK] = { "cgroup-stuck", scenario_cgroup_stuck },
+	[SC_TINY] = { "tiny", scenario_tiny },
 	[SC_OVERHEAD] = { "overhead", scenario_overhead },
 };
 
@@ -35,12 +36,13 @@ static const char doc[] =
 	"Scenarios: idle, starved (SCHED_IDLE victim under a nice -20 busy loop on CPU 1), "
 	"stuck (cgroup-v1 freezer), cgroup (64 victims in one cgroup: mrelease --cgroup against "
 	"cgroup.kill), cgroup-stuck (the same 64, also held in a cgroup-v1 freezer: --jobs 1 "
-	"against --jobs 2), overhead (--measure costs of --dry-run).  Needs root, a cgroup-v1 "
+	"against --jobs 2), tiny (1, 16, 128 and 512 stuck victims of 1 MiB: the cost per target, "
+	"fitted, against pkill -m), overhead (--measure costs of --dry-run).  Needs root, a cgroup-v1 "
 	"memory controller (to tell when memory is back) and, for stuck victims, a cgroup-v1 "
 	"freezer.  Exit status: 0 done (targets may still be missed), 2 usage error, 3 fatal "
 	"error, 130 interrupted.  Usually run as 'sudo tests/bench/run --build-dir build'.";
 
-enum { OPT_KILL_RUNS = 256, OPT_OVERHEAD_RUNS, OPT_ONLY, OPT_QUICK };
+enum { OPT_KILL_RUNS = 256, OPT_OVERHEAD_RUNS, OPT_ONLY, OPT_QUICK, OPT_PKILL };
 
 static const struct argp_option options[] = {
 	{ "size", 's', "MIB", 0, "S: memory per scenario in MiB (default 1024)", 0 },
@@ -51,6 +53,9 @@ static const struct argp_option options[] = {
 	{ "timeout", 't', "SECONDS", 0, "stop waiting for memory after this long (default 10)", 0 },
 	{ "overhead-runs", OPT_OVERHEAD_RUNS, "N", 0,
 	  "runs of each start-up and overhead measurement (default 20)", 0 },
+	{ "pkill", OPT_PKILL, "PATH", 0,
+	  "compare with this pkill, which must offer -m (--mrelease, procps-ng 4.0.6 or later); "
+	  "default: the first such pkill in PATH", 0 },
 	{ "only", OPT_ONLY, "LIST", 0, "run only these scenarios (comma-separated)", 0 },
 	{ "json", 'j', "FILE", 0, "also write the results as JSON to FILE", 0 },
 	{ "quick", OPT_QUICK, NULL, 0,
@@ -130,6 +135,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		break;
 	case OPT_ONLY: o->only = parse_only(arg, state); break;
 	case 'j': o->json = arg; break;
+	case OPT_PKILL: o->pkill = arg; break;
 	case OPT_QUICK: o->quick = true; break;
 	case ARGP_KEY_ARG:
 		if (o->mrelease)
@@ -189,6 +195,9 @@ static void prepare(struct bench *b)
 	snprintf(b->version, sizeof(b->version), "%s", r.out);
 	free(r.out);
 	find_mounts(b);
+	find_pkill(b);
+	if (!b->pkill.found)
+		warnx("no pkill with -m: its rows are skipped: %s", b->pkill.why);
 	for (int i = 0; i < NSCENARIOS; i++)
 		b->sc[i].name = scenarios[i].name;
 }
@@ -218,7 +227,7 @@ int main(int argc, char **argv)
 	argp_err_exit_status = EXIT_USAGE;
 	argp_parse(&argp, argc, argv, 0, NULL, &b.opt);
 	kids_init();        /* signals, and the clean-up on every exit */
-	prepare(&b);        /* root, mrelease --version, the cgroup mounts */
+	prepare(&b);        /* root, mrelease --version, the cgroup mounts, pkill */
 	run_scenarios(&b);
 	cleanup();          /* every victim reaped, every cgroup removed */
 	read_load(b.load_end, sizeof(b.load_end));

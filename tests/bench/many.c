@@ -1,7 +1,8 @@
 /* many.c: the scenarios of many victims at once: cgroup (64 victims of
- * S/64 in one cgroup-v2 cgroup, free to run their exit path) and
+ * S/64 in one cgroup-v2 cgroup, free to run their exit path),
  * cgroup-stuck (the same 64, also held by the v1 freezer, so that only a
- * reaper can take their memory). */
+ * reaper can take their memory) and tiny (1 to 512 stuck victims of
+ * 1 MiB, for what each one more target costs). */
 #define _GNU_SOURCE
 #include <err.h>
 #include <errno.h>
@@ -124,4 +125,96 @@ void scenario_cgroup(struct bench *b, struct scenario *sc)
 void scenario_cgroup_stuck(struct bench *b, struct scenario *sc)
 {
 	run_cgroup(b, sc, true);
+}
+
+/* ---- tiny: many small stuck victims, for the cost per target ---- */
+
+#define TINY_BYTES MIB
+#define TINY_MAX 512
+
+const long tiny_counts[] = { 1, 16, 128, TINY_MAX, 0 };
+const long tiny_counts_quick[] = { 1, 16, 64, 0 };
+
+static const long *tiny_list(const struct bench *b)
+{
+	return b->opt.quick ? tiny_counts_quick : tiny_counts;
+}
+
+size_t tiny_ncounts(const struct bench *b)
+{
+	size_t n = 0;
+
+	while (tiny_list(b)[n])
+		n++;
+	return n;
+}
+
+/* N victims of 1 MiB, held by the v1 freezer (D state), each ended by
+ * mrelease --kill PID... and by pkill -m; T = fixed + per_target * N is
+ * fitted over the medians (stats.c), so that the cost of one more target
+ * is told apart from the cost of starting a process. */
+void scenario_tiny(struct bench *b, struct scenario *sc)
+{
+	const long *counts = tiny_list(b);
+	size_t nc = tiny_ncounts(b);
+	struct series *mrel[8], *pk[8];
+	struct kid *v[TINY_MAX];
+	struct cgdir *freezer;
+	struct meter meter;
+	char id[32], label[48];
+	int runs = (int)b->opt.runs, e;
+
+	if (!cg_available(b, sc, true, false))
+		return;
+	freezer = cg_create(b->v1_freezer, CG_FREEZER);
+	meter_open(b, &meter);
+	snprintf(sc->setup, sizeof(sc->setup),
+		 "N victims of %lu KiB each, frozen by the cgroup-v1 freezer (%s), for N = %ld to "
+		 "%ld; mrelease --kill is given their pids", TINY_BYTES >> 10, freezer->path,
+		 counts[0], counts[nc - 1]);
+	sc->available = true;
+	for (size_t i = 0; i < nc; i++) {
+		snprintf(id, sizeof(id), "mrelease_%ld", counts[i]);
+		snprintf(label, sizeof(label), "mrelease --kill, N = %ld", counts[i]);
+		mrel[i] = series_add(sc, id, label, runs, "mrelease --json --kill PID... (%ld pids)",
+				     counts[i]);
+		mrel[i]->x = counts[i];
+	}
+	for (size_t i = 0; i < nc; i++) {
+		snprintf(id, sizeof(id), "pkill_%ld", counts[i]);
+		snprintf(label, sizeof(label), "pkill -m, N = %ld", counts[i]);
+		pk[i] = series_add(sc, id, label, runs,
+				   "%s -9 --mrelease --count -P MR-BENCH -x " VICTIM_COMM,
+				   b->pkill.found ? b->pkill.path : "pkill");
+		pk[i]->x = counts[i];
+		if (!b->pkill.found)
+			series_unavailable(pk[i], b->pkill.why);
+	}
+	for (int run = 0; run < runs; run++)
+		for (size_t i = 0; i < nc; i++)
+			for (int tool = 0; tool < 2; tool++) {
+				struct spawn_spec s = { .kind = KID_VICTIM, .bytes = TINY_BYTES,
+							.chunks = 1, .cpu = -1 };
+				struct victims vs = { .v = v, .n = (int)counts[i],
+						      .bytes = TINY_BYTES * (size_t)counts[i],
+						      .meter = &meter };
+				static const char *const head[] = { "--kill", NULL };
+
+				if (tool && !pk[i]->available)
+					continue;
+				spec_join(&s, freezer->path);
+				spec_join(&s, meter.cg->path);
+				start_victims(&s, vs.n, v);
+				if ((e = cg_freeze(freezer, mr_now_us() + 10 * US_PER_S)))
+					errx(EXIT_FATAL, "freeze %s: %s", freezer->path, strerror(-e));
+				if (tool)
+					time_pkill(b, sc, run, pk[i], &vs);
+				else
+					time_mrelease(b, sc, run, mrel[i], pid_args(head, &vs), &vs);
+				cg_thaw(freezer);
+				for (int k = 0; k < vs.n; k++)
+					kid_reap(v[k]);
+			}
+	meter_close(&meter);
+	cg_remove(freezer);
 }

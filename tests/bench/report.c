@@ -191,6 +191,10 @@ static void print_header(const struct bench *b, FILE *f)
 	fprintf(f, "mrelease benchmark%s\n",
 		b->opt.quick ? " (--quick smoke run: numbers are not meaningful)" : "");
 	fprintf(f, "  mrelease   %s (%s)\n", b->opt.mrelease, b->version);
+	if (b->pkill.found)
+		fprintf(f, "  pkill -m   %s (%s)\n", b->pkill.path, b->pkill.version);
+	else
+		fprintf(f, "  pkill -m   none: %s\n", b->pkill.why);
 	fprintf(f, "  machine    %ld CPUs, Linux %s, MemTotal %.1f GiB, THP %s\n",
 		sysconf(_SC_NPROCESSORS_ONLN), u.release, (double)total / 1048576.0, thp);
 	fprintf(f, "  load       load average (1, 5, 15 min) %s at start, %s at end\n",
@@ -275,6 +279,39 @@ static void print_time_split(const struct bench *b, FILE *f)
 		   "  less both: fork, exec, start-up before main(), report, exit, the meter's wait)\n");
 }
 
+/* ---- tiny: the fitted cost per target ---- */
+
+static const struct {
+	const char *prefix, *label;
+} fit_tools[] = { { "mrelease", "mrelease --kill" }, { "pkill", "pkill -m" } };
+
+static void print_fits(const struct bench *b, FILE *f)
+{
+	const struct scenario *sc = &b->sc[SC_TINY];
+	struct fit fits[ARRAY_LEN(fit_tools)];
+
+	if (!shown(sc))
+		return;
+	fprintf(f, "\nCost per target (tiny: T = fixed + per_target x N, least squares over the "
+		   "medians)\n");
+	for (size_t t = 0; t < ARRAY_LEN(fit_tools); t++) {
+		fits[t] = fit_rows(sc, fit_tools[t].prefix);
+		if (!fits[t].valid) {
+			fprintf(f, "  %-16s no fit: fewer than two medians\n", fit_tools[t].label);
+			continue;
+		}
+		fprintf(f, "  %-16s fixed %7.2f ms, per target %.4f ms (%d points)\n",
+			fit_tools[t].label, fits[t].fixed_us / US_PER_MS,
+			fits[t].per_target_us / US_PER_MS, fits[t].points);
+	}
+	if (fits[0].valid && fits[1].valid && fits[1].per_target_us > 0)
+		fprintf(f, "  per target, mrelease / pkill -m (measured here): %.2f\n",
+			fits[0].per_target_us / fits[1].per_target_us);
+	if (fits[0].valid)
+		fprintf(f, "  per target, mrelease / %.3f ms (pkill -m, measured elsewhere): %.2f\n",
+			PKILL_REFERENCE_MS, fits[0].per_target_us / US_PER_MS / PKILL_REFERENCE_MS);
+}
+
 static void print_overhead(const struct bench *b, FILE *f)
 {
 	const struct scenario *sc = &b->sc[SC_OVERHEAD];
@@ -353,6 +390,7 @@ void report_text(const struct bench *b, FILE *f)
 	print_rows(b, f);
 	print_setup(b, f);
 	print_time_split(b, f);
+	print_fits(b, f);
 	print_overhead(b, f);
 	print_targets(b, f);
 	print_notes(b, f);
@@ -463,6 +501,38 @@ static void json_scenarios(const struct bench *b, FILE *f)
 	fputc(']', f);
 }
 
+static void json_pkill(const struct bench *b, FILE *f)
+{
+	fprintf(f, ",\"pkill\":{\"found\":%s", b->pkill.found ? "true" : "false");
+	if (b->pkill.found) {
+		json_key_str(f, "path", b->pkill.path);
+		json_key_str(f, "version", b->pkill.version);
+	}
+	if (b->pkill.why[0])
+		json_key_str(f, "why", b->pkill.why);
+	fputc('}', f);
+}
+
+static void json_fits(const struct bench *b, FILE *f)
+{
+	const struct scenario *sc = &b->sc[SC_TINY];
+
+	if (!shown(sc))
+		return;
+	fputs(",\"cost_per_target\":{", f);
+	for (size_t t = 0; t < ARRAY_LEN(fit_tools); t++) {
+		struct fit fit = fit_rows(sc, fit_tools[t].prefix);
+
+		fprintf(f, "%s\"%s\":", t ? "," : "", fit_tools[t].prefix);
+		if (fit.valid)
+			fprintf(f, "{\"fixed_us\":%.1f,\"per_target_us\":%.2f,\"points\":%d}",
+				fit.fixed_us, fit.per_target_us, fit.points);
+		else
+			fputs("null", f);
+	}
+	fprintf(f, ",\"reference_per_target_us\":%.1f}", PKILL_REFERENCE_MS * US_PER_MS);
+}
+
 static void json_targets(const struct bench *b, FILE *f)
 {
 	struct target t[MAX_TARGETS];
@@ -493,7 +563,9 @@ void report_json(const struct bench *b, const char *path)
 		err(EXIT_FATAL, "%s", path);
 	fputc('{', f);
 	json_config(b, f);
+	json_pkill(b, f);
 	json_scenarios(b, f);
+	json_fits(b, f);
 	json_targets(b, f);
 	fputs("}\n", f);
 	if (fclose(f))

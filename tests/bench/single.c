@@ -227,6 +227,6 @@ void scenario_stuck(struct bench *b, struct scenario *sc)
 		 "the task shows state D) as a stand-in for uninterruptible sleep",
 		 b->bytes / MIB, su.freezer->path);
 	sc->available = true;
-	run_single(b, sc, &su, false);
+	run_single(b, sc, &su, true);
 	cg_remove(su.freezer);
 }
