@@ -48,7 +48,8 @@ static bool shown(const struct scenario *sc)
 
 /* ---- the rows: one column table for the text and the JSON ---- */
 
-enum col_type { COL_STR, COL_INT, COL_US };
+/* COL_COUNT: "done/planned" in the table, the number done in JSON. */
+enum col_type { COL_STR, COL_COUNT, COL_US };
 
 struct column {
 	const char *key;    /* JSON key */
@@ -62,7 +63,7 @@ enum col_id { C_SCENARIO, C_METHOD, C_RUNS, C_MIN, C_MEDIAN, C_MAX, C_KILL, NCOL
 static const struct column columns[NCOLS] = {
 	[C_SCENARIO] = { "scenario", "SCENARIO", -12, COL_STR },
 	[C_METHOD] = { "label", "METHOD", -36, COL_STR },
-	[C_RUNS] = { "runs", "RUNS", 6, COL_STR },
+	[C_RUNS] = { "runs", "RUNS", 6, COL_COUNT },
 	[C_MIN] = { "min_us", "MIN", 11, COL_US },
 	[C_MEDIAN] = { "median_us", "MEDIAN", 11, COL_US },
 	[C_MAX] = { "max_us", "MAX", 11, COL_US },
@@ -91,6 +92,7 @@ static void get_cell(const struct scenario *sc, const struct series *s, enum col
 	case C_RUNS:
 		snprintf(v->buf, sizeof(v->buf), "%d/%d", s->n, s->planned);
 		v->str = v->buf;
+		v->num = s->n;
 		break;
 	case C_MIN: v->num = have ? st.min : -1; break;
 	case C_MEDIAN: v->num = have ? st.med : -1; break;
@@ -118,6 +120,8 @@ static void json_cell(FILE *f, enum col_id c, const struct cell *v)
 	fprintf(f, ",\"%s\":", columns[c].key);
 	if (columns[c].type == COL_STR)
 		mr_json_string(f, v->str ? v->str : "");
+	else if (columns[c].type == COL_COUNT)
+		fprintf(f, "%" PRId64, v->num);
 	else if (v->num < 0)
 		fputs("null", f);
 	else if (v->num == TIMED_OUT)
@@ -312,6 +316,59 @@ static void print_fits(const struct bench *b, FILE *f)
 			PKILL_REFERENCE_MS, fits[0].per_target_us / US_PER_MS / PKILL_REFERENCE_MS);
 }
 
+/* ---- sweep: ms per GiB ---- */
+
+static double ms_per_gib(int64_t us, long mib)
+{
+	return (double)us / US_PER_MS * 1024.0 / (double)mib;
+}
+
+/* The medians of mrelease and of the limit at one size; false if either
+ * is missing or timed out. */
+static bool sweep_point(const struct scenario *sc, long mib, struct stats *m, struct stats *l)
+{
+	char id[32];
+	const struct series *sm, *sl;
+
+	snprintf(id, sizeof(id), "mrelease_%ld", mib);
+	sm = series_find(sc, id);
+	snprintf(id, sizeof(id), "limit_%ld", mib);
+	sl = series_find(sc, id);
+	return series_stats(sm, m) && series_stats(sl, l) && m->med != TIMED_OUT &&
+	       l->med != TIMED_OUT;
+}
+
+static void print_sweep(const struct bench *b, FILE *f)
+{
+	const struct scenario *sc = &b->sc[SC_SWEEP];
+	const long *sizes = b->opt.quick ? sweep_mib_quick : sweep_mib;
+	struct fit fm, fl;
+
+	if (!shown(sc))
+		return;
+	fprintf(f, "\nSize sweep (one stuck victim; medians)\n");
+	fprintf(f, "  %8s %12s %10s %12s %10s %8s\n", "MiB", "mrelease", "ms/GiB", "munmap",
+		"ms/GiB", "ratio");
+	for (size_t i = 0; sizes[i]; i++) {
+		struct stats m, l;
+
+		if (!sweep_point(sc, sizes[i], &m, &l)) {
+			fprintf(f, "  %8ld  n/a\n", sizes[i]);
+			continue;
+		}
+		fprintf(f, "  %8ld %9.1f ms %10.1f %9.1f ms %10.1f %8.2f\n", sizes[i],
+			(double)m.med / US_PER_MS, ms_per_gib(m.med, sizes[i]),
+			(double)l.med / US_PER_MS, ms_per_gib(l.med, sizes[i]),
+			(double)m.med / (double)l.med);
+	}
+	fm = fit_rows(sc, "mrelease");
+	fl = fit_rows(sc, "limit");
+	if (fm.valid && fl.valid)
+		fprintf(f, "  fitted: mrelease %.1f ms/GiB %+.2f ms, munmap %.1f ms/GiB %+.2f ms\n",
+			fm.per_target_us * 1024 / US_PER_MS, fm.fixed_us / US_PER_MS,
+			fl.per_target_us * 1024 / US_PER_MS, fl.fixed_us / US_PER_MS);
+}
+
 static void print_overhead(const struct bench *b, FILE *f)
 {
 	const struct scenario *sc = &b->sc[SC_OVERHEAD];
@@ -391,6 +448,7 @@ void report_text(const struct bench *b, FILE *f)
 	print_setup(b, f);
 	print_time_split(b, f);
 	print_fits(b, f);
+	print_sweep(b, f);
 	print_overhead(b, f);
 	print_targets(b, f);
 	print_notes(b, f);
@@ -533,6 +591,29 @@ static void json_fits(const struct bench *b, FILE *f)
 	fprintf(f, ",\"reference_per_target_us\":%.1f}", PKILL_REFERENCE_MS * US_PER_MS);
 }
 
+static void json_sweep(const struct bench *b, FILE *f)
+{
+	const struct scenario *sc = &b->sc[SC_SWEEP];
+	const long *sizes = b->opt.quick ? sweep_mib_quick : sweep_mib;
+
+	if (!shown(sc))
+		return;
+	fputs(",\"sweep\":[", f);
+	for (size_t i = 0; sizes[i]; i++) {
+		struct stats m, l;
+
+		fprintf(f, "%s{\"size_mib\":%ld", i ? "," : "", sizes[i]);
+		if (sweep_point(sc, sizes[i], &m, &l))
+			fprintf(f, ",\"mrelease_median_us\":%" PRId64 ",\"limit_median_us\":%" PRId64
+				   ",\"mrelease_ms_per_gib\":%.2f,\"limit_ms_per_gib\":%.2f"
+				   ",\"ratio\":%.4f",
+				m.med, l.med, ms_per_gib(m.med, sizes[i]), ms_per_gib(l.med, sizes[i]),
+				(double)m.med / (double)l.med);
+		fputc('}', f);
+	}
+	fputc(']', f);
+}
+
 static void json_targets(const struct bench *b, FILE *f)
 {
 	struct target t[MAX_TARGETS];
@@ -566,6 +647,7 @@ void report_json(const struct bench *b, const char *path)
 	json_pkill(b, f);
 	json_scenarios(b, f);
 	json_fits(b, f);
+	json_sweep(b, f);
 	json_targets(b, f);
 	fputs("}\n", f);
 	if (fclose(f))

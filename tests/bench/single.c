@@ -1,6 +1,7 @@
-/* single.c: the scenarios of one victim of S MiB at a time: idle (free to
- * run), starved (it cannot get a CPU to exit on), stuck (held by the v1
- * freezer, as in uninterruptible sleep).  Every sample has a fresh
+/* single.c: the scenarios of one victim at a time: idle (free to run),
+ * starved (it cannot get a CPU to exit on), stuck (held by the v1
+ * freezer, as in uninterruptible sleep), all of S MiB; sweep (stuck, of
+ * growing size).  Every sample has a fresh
  * victim, touched before the clock starts; the methods take turns within
  * each run, so that drift on a shared machine hits them all alike. */
 #define _GNU_SOURCE
@@ -228,5 +229,67 @@ void scenario_stuck(struct bench *b, struct scenario *sc)
 		 b->bytes / MIB, su.freezer->path);
 	sc->available = true;
 	run_single(b, sc, &su, true);
+	cg_remove(su.freezer);
+}
+
+/* ---- sweep: one stuck victim of growing size ---- */
+
+const long sweep_mib[] = { 64, 256, 1024, 2048, 0 };
+const long sweep_mib_quick[] = { 16, 64, 0 };
+
+static const long *sweep_list(const struct bench *b)
+{
+	return b->opt.quick ? sweep_mib_quick : sweep_mib;
+}
+
+size_t sweep_nsizes(const struct bench *b)
+{
+	size_t n = 0;
+
+	while (sweep_list(b)[n])
+		n++;
+	return n;
+}
+
+/* mrelease --kill on one frozen victim, and munmap of the same size in
+ * one process, at each size: how the release scales, in ms per GiB. */
+void scenario_sweep(struct bench *b, struct scenario *sc)
+{
+	const long *sizes = sweep_list(b);
+	size_t ns = sweep_nsizes(b);
+	struct method m[2 * 8];
+	struct single su = { 0 };
+	char id[32], label[48];
+	int runs = (int)b->opt.runs;
+
+	if (!cg_available(b, sc, true, false))
+		return;
+	su.freezer = cg_create(b->v1_freezer, CG_FREEZER);
+	snprintf(sc->setup, sizeof(sc->setup),
+		 "one victim frozen by the cgroup-v1 freezer (%s), of %ld MiB up to %ld MiB",
+		 su.freezer->path, sizes[0], sizes[ns - 1]);
+	sc->available = true;
+	for (size_t i = 0; i < ns; i++) {
+		snprintf(id, sizeof(id), "mrelease_%ld", sizes[i]);
+		snprintf(label, sizeof(label), "mrelease --kill, %ld MiB", sizes[i]);
+		m[2 * i] = (struct method){
+			series_add(sc, id, label, runs, "mrelease --json --kill PID (%ld MiB)",
+				   sizes[i]),
+			HOW_MRELEASE, NULL, runs };
+		snprintf(id, sizeof(id), "limit_%ld", sizes[i]);
+		snprintf(label, sizeof(label), "munmap (limit), %ld MiB", sizes[i]);
+		m[2 * i + 1] = (struct method){
+			series_add(sc, id, label, runs, "munmap() of %ld MiB in one process",
+				   sizes[i]),
+			HOW_LIMIT, NULL, runs };
+		m[2 * i].s->x = m[2 * i + 1].s->x = sizes[i];
+	}
+	meter_open(b, &su.meter);
+	for (int run = 0; run < runs; run++)
+		for (size_t i = 0; i < 2 * ns; i++) {
+			su.bytes = (size_t)m[i].s->x * MIB;
+			time_method(b, sc, &su, &m[i], run);
+		}
+	meter_close(&su.meter);
 	cg_remove(su.freezer);
 }
