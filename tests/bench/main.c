@@ -26,6 +26,8 @@ static const struct {
 	[SC_CGSTUCK] = { "cgroup-stuck", scenario_cgroup_stuck },
 	[SC_TINY] = { "tiny", scenario_tiny },
 	[SC_SWEEP] = { "sweep", scenario_sweep },
+	[SC_STARTUP] = { "startup", scenario_startup },
+	[SC_PROTECT] = { "protect", scenario_protect },
 	[SC_OVERHEAD] = { "overhead", scenario_overhead },
 };
 
@@ -39,7 +41,8 @@ static const char doc[] =
 	"cgroup.kill), cgroup-stuck (the same 64, also held in a cgroup-v1 freezer: --jobs 1 "
 	"against --jobs 2), tiny (1, 16, 128 and 512 stuck victims of 1 MiB: the cost per target, "
 	"fitted, against pkill -m), sweep (one stuck victim of 64 MiB to 2 GiB against munmap: ms "
-	"per GiB), overhead (--measure costs of --dry-run).  Needs root, a cgroup-v1 "
+	"per GiB), startup (mrelease --dry-run against /bin/true), protect (oom_score_adj and "
+	"mlockall at start, timed by strace -T), overhead (--measure costs of --dry-run).  Needs root, a cgroup-v1 "
 	"memory controller (to tell when memory is back) and, for stuck victims, a cgroup-v1 "
 	"freezer.  Exit status: 0 done (targets may still be missed), 2 usage error, 3 fatal "
 	"error, 130 interrupted.  Usually run as 'sudo tests/bench/run --build-dir build'.";

@@ -369,6 +369,36 @@ static void print_sweep(const struct bench *b, FILE *f)
 			fl.per_target_us * 1024 / US_PER_MS, fl.fixed_us / US_PER_MS);
 }
 
+/* ---- protect: oom_score_adj and mlockall at start ---- */
+
+static int64_t row_median(const struct scenario *sc, const char *id)
+{
+	struct stats st;
+
+	return series_stats(series_find(sc, id), &st) && st.med != TIMED_OUT ? st.med : -1;
+}
+
+static void print_protect(const struct bench *b, FILE *f)
+{
+	const struct scenario *sc = &b->sc[SC_PROTECT];
+	int64_t both = row_median(sc, "both");
+	int64_t start = row_median(&b->sc[SC_STARTUP], "dry_run");
+	char m[32], w[32], t[32];
+
+	if (!shown(sc) || both < 0)
+		return;
+	fmt_ms(m, sizeof(m), row_median(sc, "mlockall"), b);
+	fmt_ms(w, sizeof(w), row_median(sc, "oom_score_adj"), b);
+	fmt_ms(t, sizeof(t), both, b);
+	fprintf(f, "\nSelf-protection at start (protect; medians under strace -T)\n");
+	fprintf(f, "  mlockall %s, oom_score_adj write %s; both %s per start (the median of each "
+		   "run's sum)", m, w, t);
+	if (shown(&b->sc[SC_STARTUP]) && start > 0)
+		fprintf(f, ",\n  %.1f %% of a whole --dry-run (startup)", 100.0 * (double)both /
+			(double)start);
+	fprintf(f, "\n  (%s)\n", series_find(sc, "both")->note);
+}
+
 static void print_overhead(const struct bench *b, FILE *f)
 {
 	const struct scenario *sc = &b->sc[SC_OVERHEAD];
@@ -449,6 +479,7 @@ void report_text(const struct bench *b, FILE *f)
 	print_time_split(b, f);
 	print_fits(b, f);
 	print_sweep(b, f);
+	print_protect(b, f);
 	print_overhead(b, f);
 	print_targets(b, f);
 	print_notes(b, f);
@@ -614,6 +645,22 @@ static void json_sweep(const struct bench *b, FILE *f)
 	fputc(']', f);
 }
 
+static void json_protect(const struct bench *b, FILE *f)
+{
+	const struct scenario *sc = &b->sc[SC_PROTECT];
+
+	if (!shown(sc))
+		return;
+	fputs(",\"protect\":{\"mlockall_median_us\":", f);
+	json_us(f, row_median(sc, "mlockall"));
+	fputs(",\"oom_score_adj_write_median_us\":", f);
+	json_us(f, row_median(sc, "oom_score_adj"));
+	fputs(",\"sum_median_us\":", f);
+	json_us(f, row_median(sc, "both"));
+	json_key_str(f, "returned", series_find(sc, "both")->note);
+	fputc('}', f);
+}
+
 static void json_targets(const struct bench *b, FILE *f)
 {
 	struct target t[MAX_TARGETS];
@@ -648,6 +695,7 @@ void report_json(const struct bench *b, const char *path)
 	json_scenarios(b, f);
 	json_fits(b, f);
 	json_sweep(b, f);
+	json_protect(b, f);
 	json_targets(b, f);
 	fputs("}\n", f);
 	if (fclose(f))
