@@ -22,6 +22,7 @@ static const struct {
 	[SC_IDLE] = { "idle", scenario_idle },
 	[SC_STARVED] = { "starved", scenario_starved },
 	[SC_STUCK] = { "stuck", scenario_stuck },
+	[SC_GRACE] = { "grace", scenario_grace },
 	[SC_CGROUP] = { "cgroup", scenario_cgroup },
 	[SC_CGSTUCK] = { "cgroup-stuck", scenario_cgroup_stuck },
 	[SC_TINY] = { "tiny", scenario_tiny },
@@ -37,7 +38,8 @@ static const char doc[] =
 	"mr-bench -- time how fast mrelease gives memory back, against plain SIGKILL or "
 	"cgroup.kill and the munmap() limit\v"
 	"Scenarios: idle, starved (SCHED_IDLE victim under a nice -20 busy loop on CPU 1), "
-	"stuck (cgroup-v1 freezer), cgroup (64 victims in one cgroup: mrelease --cgroup against "
+	"stuck (cgroup-v1 freezer), grace (a victim that ignores SIGTERM: --kill --grace against "
+	"--kill), cgroup (64 victims in one cgroup: mrelease --cgroup against "
 	"cgroup.kill), cgroup-stuck (the same 64, also held in a cgroup-v1 freezer: --jobs 1 "
 	"against --jobs 2), tiny (1, 16, 128 and 512 stuck victims of 1 MiB: the cost per target, "
 	"fitted, against pkill -m), sweep (one stuck victim of 64 MiB to 2 GiB against munmap: ms "
@@ -47,7 +49,7 @@ static const char doc[] =
 	"freezer.  Exit status: 0 done (targets may still be missed), 2 usage error, 3 fatal "
 	"error, 130 interrupted.  Usually run as 'sudo tests/bench/run --build-dir build'.";
 
-enum { OPT_KILL_RUNS = 256, OPT_OVERHEAD_RUNS, OPT_ONLY, OPT_QUICK, OPT_PKILL };
+enum { OPT_KILL_RUNS = 256, OPT_OVERHEAD_RUNS, OPT_ONLY, OPT_QUICK, OPT_PKILL, OPT_GRACE };
 
 static const struct argp_option options[] = {
 	{ "size", 's', "MIB", 0, "S: memory per scenario in MiB (default 1024)", 0 },
@@ -58,13 +60,15 @@ static const struct argp_option options[] = {
 	{ "timeout", 't', "SECONDS", 0, "stop waiting for memory after this long (default 10)", 0 },
 	{ "overhead-runs", OPT_OVERHEAD_RUNS, "N", 0,
 	  "runs of each start-up and overhead measurement (default 20)", 0 },
+	{ "grace", OPT_GRACE, "SECONDS", 0, "the --grace given to mrelease in grace (default 1)", 0 },
 	{ "pkill", OPT_PKILL, "PATH", 0,
 	  "compare with this pkill, which must offer -m (--mrelease, procps-ng 4.0.6 or later); "
 	  "default: the first such pkill in PATH", 0 },
 	{ "only", OPT_ONLY, "LIST", 0, "run only these scenarios (comma-separated)", 0 },
 	{ "json", 'j', "FILE", 0, "also write the results as JSON to FILE", 0 },
 	{ "quick", OPT_QUICK, NULL, 0,
-	  "smoke run: S = 64 MiB, 1 run, 5 s timeout, 3 overhead runs, smaller counts", 0 },
+	  "smoke run: S = 64 MiB, 1 run, 5 s timeout, 3 overhead runs, --grace 0.2, fewer "
+	  "and smaller victims in tiny and sweep", 0 },
 	{ 0 }
 };
 
@@ -115,6 +119,8 @@ static void settle(struct bench_opts *o)
 			o->timeout_ms = 5000;
 		if (!o->overhead_set)
 			o->overhead_runs = 3;
+		if (!o->grace_set)
+			o->grace_ms = 200;
 	}
 	if (o->kill_runs > o->runs)
 		o->kill_runs = o->runs;
@@ -141,6 +147,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_ONLY: o->only = parse_only(arg, state); break;
 	case 'j': o->json = arg; break;
 	case OPT_PKILL: o->pkill = arg; break;
+	case OPT_GRACE: o->grace_ms = parse_secs(arg, 60, state); o->grace_set = true; break;
 	case OPT_QUICK: o->quick = true; break;
 	case ARGP_KEY_ARG:
 		if (o->mrelease)

@@ -369,14 +369,55 @@ static void print_sweep(const struct bench *b, FILE *f)
 			fl.per_target_us * 1024 / US_PER_MS, fl.fixed_us / US_PER_MS);
 }
 
-/* ---- protect: oom_score_adj and mlockall at start ---- */
-
 static int64_t row_median(const struct scenario *sc, const char *id)
 {
 	struct stats st;
 
 	return series_stats(series_find(sc, id), &st) && st.med != TIMED_OUT ? st.med : -1;
 }
+
+/* ---- grace: back within G plus the release? ---- */
+
+struct grace_result {
+	bool valid, held;
+	int64_t median_us, release_us, bound_us;
+};
+
+static struct grace_result grace_result(const struct bench *b)
+{
+	const struct scenario *sc = &b->sc[SC_GRACE];
+	struct grace_result g = { 0 };
+
+	if (!shown(sc))
+		return g;
+	g.median_us = row_median(sc, "grace");
+	g.release_us = row_median(sc, "mrelease");
+	if (g.median_us < 0 || g.release_us < 0)
+		return g;
+	g.valid = true;
+	g.bound_us = (int64_t)b->opt.grace_ms * US_PER_MS + g.release_us;
+	g.held = g.median_us <= g.bound_us;
+	return g;
+}
+
+static void print_grace(const struct bench *b, FILE *f)
+{
+	struct grace_result g = grace_result(b);
+	char m[32], r[32], bound[32], d[32];
+
+	if (!g.valid)
+		return;
+	fmt_ms(m, sizeof(m), g.median_us, b);
+	fmt_ms(r, sizeof(r), g.release_us, b);
+	fmt_ms(bound, sizeof(bound), g.bound_us, b);
+	fmt_ms(d, sizeof(d), g.held ? g.bound_us - g.median_us : g.median_us - g.bound_us, b);
+	fprintf(f, "\n--grace (grace; medians)\n");
+	fprintf(f, "  memory back after %s with --grace=%g; G + release = %g s + %s = %s: %s (%s %s)\n",
+		m, b->opt.grace_ms / 1000.0, b->opt.grace_ms / 1000.0, r, bound,
+		g.held ? "held" : "did not hold", d, g.held ? "to spare" : "over");
+}
+
+/* ---- protect: oom_score_adj and mlockall at start ---- */
 
 static void print_protect(const struct bench *b, FILE *f)
 {
@@ -479,6 +520,7 @@ void report_text(const struct bench *b, FILE *f)
 	print_time_split(b, f);
 	print_fits(b, f);
 	print_sweep(b, f);
+	print_grace(b, f);
 	print_protect(b, f);
 	print_overhead(b, f);
 	print_targets(b, f);
@@ -645,6 +687,21 @@ static void json_sweep(const struct bench *b, FILE *f)
 	fputc(']', f);
 }
 
+static void json_grace(const struct bench *b, FILE *f)
+{
+	struct grace_result g = grace_result(b);
+
+	if (!shown(&b->sc[SC_GRACE]))
+		return;
+	fprintf(f, ",\"grace\":{\"grace_ms\":%u,\"median_us\":", b->opt.grace_ms);
+	json_us(f, g.valid ? g.median_us : -1);
+	fputs(",\"release_median_us\":", f);
+	json_us(f, g.valid ? g.release_us : -1);
+	fputs(",\"bound_us\":", f);
+	json_us(f, g.valid ? g.bound_us : -1);
+	fprintf(f, ",\"held\":%s}", !g.valid ? "null" : g.held ? "true" : "false");
+}
+
 static void json_protect(const struct bench *b, FILE *f)
 {
 	const struct scenario *sc = &b->sc[SC_PROTECT];
@@ -695,6 +752,7 @@ void report_json(const struct bench *b, const char *path)
 	json_scenarios(b, f);
 	json_fits(b, f);
 	json_sweep(b, f);
+	json_grace(b, f);
 	json_protect(b, f);
 	json_targets(b, f);
 	fputs("}\n", f);

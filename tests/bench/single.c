@@ -1,7 +1,7 @@
 /* single.c: the scenarios of one victim at a time: idle (free to run),
  * starved (it cannot get a CPU to exit on), stuck (held by the v1
- * freezer, as in uninterruptible sleep), all of S MiB; sweep (stuck, of
- * growing size).  Every sample has a fresh
+ * freezer, as in uninterruptible sleep), grace (it ignores SIGTERM), all
+ * of S MiB; sweep (stuck, of growing size).  Every sample has a fresh
  * victim, touched before the clock starts; the methods take turns within
  * each run, so that drift on a shared machine hits them all alike. */
 #define _GNU_SOURCE
@@ -292,4 +292,38 @@ void scenario_sweep(struct bench *b, struct scenario *sc)
 		}
 	meter_close(&su.meter);
 	cg_remove(su.freezer);
+}
+
+/* ---- grace: a victim that ignores SIGTERM ---- */
+
+/* mrelease --kill --grace=G on a victim free to run that ignores SIGTERM:
+ * it must wait out G, then kill and release; the memory should be back
+ * no later than G plus the release time of plain mrelease --kill on the
+ * same kind of victim, timed beside it. */
+void scenario_grace(struct bench *b, struct scenario *sc)
+{
+	static char grace[32];
+	char label[48];
+	unsigned int g = b->opt.grace_ms;
+	struct single su = { .ignore_term = true, .bytes = b->bytes };
+	int runs = (int)b->opt.runs;
+	struct method m[2];
+
+	if (!cg_available(b, sc, false, false))
+		return;
+	snprintf(grace, sizeof(grace), "--grace=%g", g / 1000.0);
+	snprintf(label, sizeof(label), "mrelease --kill %s", grace);
+	snprintf(sc->setup, sizeof(sc->setup),
+		 "one victim of %zu MiB that ignores SIGTERM, not pinned, free to run",
+		 b->bytes / MIB);
+	sc->available = true;
+	m[0] = (struct method){
+		series_add(sc, "grace", label, runs, "mrelease --json --kill %s PID", grace),
+		HOW_MRELEASE, grace, runs };
+	m[1] = (struct method){
+		series_add(sc, "mrelease", "mrelease --kill", runs, "mrelease --json --kill PID"),
+		HOW_MRELEASE, NULL, runs };
+	meter_open(b, &su.meter);
+	run_methods(b, sc, &su, m, 2);
+	meter_close(&su.meter);
 }
