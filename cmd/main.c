@@ -217,16 +217,35 @@ static void read_stdin_pids(struct mr_options *o)
 	}
 }
 
-static const char *hierarchy(const struct mr_cgroup *cg)
+/* "cgroup2", or "cgroup v1 cpu,cpuacct" from a v1 mount's super options
+ * less rw and ro ("name=systemd" shown as "systemd"). */
+static const char *hierarchy(const struct mr_cgroup *cg, char *buf, size_t len)
 {
-	return cg->v2 ? "cgroup2" : cg->controllers;
+	char list[256] = "", *copy, *tok, *save = NULL;
+
+	if (cg->v2)
+		return "cgroup2";
+	if (!(copy = strdup(cg->controllers)))
+		return "cgroup v1";
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (strcmp(tok, "rw") == 0 || strcmp(tok, "ro") == 0)
+			continue;
+		if (strncmp(tok, "name=", 5) == 0)
+			tok += 5;
+		if (*list)
+			strncat(list, ",", sizeof(list) - strlen(list) - 1);
+		strncat(list, tok, sizeof(list) - strlen(list) - 1);
+	}
+	free(copy);
+	snprintf(buf, len, "cgroup v1 %s", list);
+	return buf;
 }
 
 /* Every --cgroup, resolved; a root is refused without --force, even for a
  * dry run: it selects every process of the system. */
 static void resolve_cgroups(const struct mr_options *o, struct mr_run *run)
 {
-	char tried[4096];
+	char tried[4096], name[256];
 	int r;
 
 	if (!o->ncgroups)
@@ -263,7 +282,7 @@ static void resolve_cgroups(const struct mr_options *o, struct mr_run *run)
 		if (cg->root && !o->cfg.force)
 			errx(MR_EXIT_USAGE, "cgroup '%s' is %s, the root of the %s hierarchy: it holds "
 			     "every process of the system; refusing it without --force", arg,
-			     cg->path, hierarchy(cg));
+			     cg->path, hierarchy(cg, name, sizeof(name)));
 	}
 }
 
@@ -321,10 +340,8 @@ int main(int argc, char **argv)
 		err(MR_EXIT_FATAL, "%s", run.fatal);
 	}
 	report(&o, &run);
-	if (r) {
-		errno = -r;
-		warn("%s; reported what was done", run.fatal);
-	}
+	if (r)
+		warnx("%s: %s; reported what was done", run.fatal, strerror(-r));
 	status = exit_status(&run, r);
 	mr_release_signals(run.interrupted);
 	mr_run_free(&run);

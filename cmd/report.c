@@ -120,8 +120,10 @@ static const char *target_strerror(const struct mr_target *t, char *buf, size_t 
 		snprintf(buf, len, "cannot open a pidfd: %s", strerror(t->errnum));
 		return buf;
 	case MR_E_KILL:
-		snprintf(buf, len, "cannot %s it: %s", t->termed || !t->killed ? "signal" : "kill",
-			 strerror(t->errnum));
+		snprintf(buf, len, "cannot kill it: %s", strerror(t->errnum));
+		return buf;
+	case MR_E_TERM:
+		snprintf(buf, len, "cannot send it SIGTERM: %s", strerror(t->errnum));
 		return buf;
 	case MR_E_NO_PROCESS: return "no such process";
 	case MR_E_INIT: return "refusing to release the init process";
@@ -526,10 +528,19 @@ static void note(const struct mr_run *run, const struct mr_note *n, bool verbose
 		warnx("process_mrelease is not available (Linux before 5.15, or a seccomp "
 		      "filter); waited for the targets to exit instead");
 		return;
+	case MR_N_INTERRUPTED:
+		if (n->why)
+			warnx("interrupted while waiting; reporting what was done");
+		else
+			warnx("interrupted with %zu target%s unfinished; reporting what was done",
+			      n->n, n->n == 1 ? "" : "s");
+		return;
+	case MR_N_GRACE_CUT:
+		warnx("the grace was cut short by a signal; killing now");
+		return;
 	case MR_N_FIGURES_STALLED:
-		warnx("gave up the figures of %zu target%s: reading them made no progress for "
-		      "a second (a process stuck holding its mmap_lock?)", n->n,
-		      n->n == 1 ? "" : "s");
+		warnx("gave up the figures of %zu target%s: reading them made no progress "
+		      "(a process stuck while holding its mmap_lock?)", n->n, n->n == 1 ? "" : "s");
 		return;
 	default:
 		break;
@@ -554,6 +565,8 @@ static void note(const struct mr_run *run, const struct mr_note *n, bool verbose
 			warnx("cgroup %s: leaving out pid %d, mrelease itself", cg, (int)n->pid);
 		else if (n->why == MR_E_INIT)
 			warnx("cgroup %s: leaving out pid 1", cg);
+		else if (n->why == MR_E_KTHREAD)
+			warnx("cgroup %s: leaving out pid %d, a kernel thread", cg, (int)n->pid);
 		else
 			warnx("cgroup %s: leaving out pid %d (%s), an ancestor of mrelease", cg,
 			      (int)n->pid, n->comm);
@@ -589,9 +602,10 @@ static void note(const struct mr_run *run, const struct mr_note *n, bool verbose
 	case MR_N_BATCHES:
 		warnx("short of file descriptors: working in %zu batches", n->n);
 		break;
-	case MR_N_STALLED: warnx("a worker thread is stuck in the kernel; started another"); break;
+	case MR_N_STALLED:
+		warnx("no target got anywhere for a while: started another worker thread");
+		break;
 	case MR_N_RETRIES: warnx("process_mrelease was retried %zu times", n->n); break;
-	case MR_N_GRACE_CUT: warnx("the grace was cut short by a signal; killing now"); break;
 	default: break;
 	}
 }
@@ -609,6 +623,9 @@ void mr_report_diagnostics(const struct mr_run *run, bool verbose)
 
 		if (t->status == MR_FAILED)
 			warnx("pid %d: %s", (int)t->pid, target_strerror(t, buf, sizeof(buf)));
+		else if (t->status == MR_RELEASED && t->exited == 0)
+			warnx("pid %d: released, but still running after the wait (stuck in the "
+			      "kernel?)", (int)t->pid);
 		else if (t->proc_file && t->status != MR_INTERRUPTED)
 			warnx("pid %d: no memory figures: %s", (int)t->pid,
 			      measure_strerror(t, buf, sizeof(buf)));

@@ -204,6 +204,22 @@ static char *memory_file(const struct mr_cgmounts *ms, const struct mr_cgmount *
 	return NULL;
 }
 
+/* Whether a path that does not exist was meant as one in a cgroup file
+ * system: it, or its parent once links are followed, lies in one. */
+static bool in_mount(const struct mr_cgmounts *ms, const char *path)
+{
+	char parent[PATH_MAX], real[PATH_MAX], *slash;
+
+	if (mount_of(ms, path))
+		return true;
+	snprintf(parent, sizeof(parent), "%s", path);
+	slash = strrchr(parent, '/');
+	if (!slash || slash == parent)
+		return false;
+	*slash = '\0';
+	return realpath(parent, real) && mount_of(ms, real);
+}
+
 /* The cgroup under the cgroup2 mount that /proc/PID/cgroup and systemd
  * (ControlGroup=) would name as arg: "", "." and "/" are its root. */
 static int under_v2(const struct mr_cgmount *v2, const char *arg, char *out, size_t len)
@@ -219,7 +235,8 @@ static int under_v2(const struct mr_cgmount *v2, const char *arg, char *out, siz
 
 /* Resolve what the user named. A path that leads into a cgroup mount is
  * taken as it is, symbolic links followed (/sys/fs/cgroup/cpu is often a
- * link to cpu,cpuacct). Anything else, relative or absolute, names a cgroup
+ * link to cpu,cpuacct); if it leads into one but does not exist, there is
+ * no such cgroup. Anything else, relative or absolute, names a cgroup
  * of the v2 hierarchy from its root, as /proc/PID/cgroup and systemd write
  * them: "batch", "/system.slice/x.service", and "", "." or "/" for the root.
  * ".." is refused outright. In tried goes the path that was looked up last.
@@ -241,8 +258,10 @@ int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_c
 	snprintf(tried, triedlen, "%s", arg);
 	if (has_dotdot(arg))
 		return -EINVAL;
-	if (arg[0] == '/' && realpath(arg, real) && mount_of(ms, real)) {
-		m = mount_of(ms, real);
+	if (arg[0] == '/' && !realpath(arg, real) && (errno != ENOENT || in_mount(ms, arg)))
+		return errno == ENOENT ? -ENOENT : -errno;
+	if (arg[0] == '/' && (m = mount_of(ms, real))) {
+		/* A path in a cgroup file system, as it is. */
 	} else {
 		if ((r = under_v2(mr_cgmounts_v2(ms), arg, joined, sizeof(joined))))
 			return r;

@@ -42,18 +42,26 @@ static ssize_t read_proc(const char *proc, pid_t pid, const char *file, char *bu
 int mr_parse_stat(char *buf, char comm[MR_COMM_LEN], char *state, pid_t *ppid,
 		  unsigned long *flags)
 {
-	char *open = strchr(buf, '('), *close = strrchr(buf, ')');
-	unsigned int f;
-	int pp;
+	char *open = strchr(buf, '('), *close = strrchr(buf, ')'), *p, *end;
+	long pp;
 
-	if (!open || !close || close < open)
+	if (!open || !close || close < open || close[1] != ' ' || !close[2] || close[3] != ' ')
 		return -EIO;
-	if (sscanf(close + 1, " %c %d %*d %*d %*d %*d %u", state, &pp, &f) != 3)
+	*state = close[2];
+	p = close + 4;
+	/* ppid, then pgrp, session, tty_nr and tpgid, then flags. */
+	errno = 0;
+	pp = strtol(p, &end, 10);
+	for (int skip = 0; skip < 4 && end != p && *end == ' '; skip++)
+		(void)strtol(p = end + 1, &end, 10);
+	if (end == p || *end != ' ' || errno || pp < 0 || pp > MR_PID_MAX)
+		return -EIO;
+	*flags = strtoul(end + 1, &p, 10);
+	if (p == end + 1 || errno)
 		return -EIO;
 	*close = '\0';
 	snprintf(comm, MR_COMM_LEN, "%s", open + 1);
-	*ppid = pp;
-	*flags = f;
+	*ppid = (pid_t)pp;
 	return 0;
 }
 

@@ -53,7 +53,8 @@ enum mr_error {
 	MR_E_NONE,
 	MR_E_ERRNO,       /* see mr_target.errnum */
 	MR_E_OPEN,        /* pidfd_open failed: errnum */
-	MR_E_KILL,        /* the signal could not be sent: errnum */
+	MR_E_KILL,        /* SIGKILL could not be sent: errnum */
+	MR_E_TERM,        /* SIGTERM could not be sent: errnum */
 	MR_E_NO_PROCESS,  /* no such process when we looked */
 	MR_E_INIT,        /* pid 1 of our pid namespace */
 	MR_E_SELF,        /* mrelease itself */
@@ -166,6 +167,7 @@ enum mr_note_kind {
 	MR_N_RETRIES,        /* n: process_mrelease retries */
 	MR_N_NOSYS,          /* no process_mrelease: waited for the exits */
 	MR_N_GRACE_CUT,      /* the grace was cut short by a signal */
+	MR_N_INTERRUPTED,    /* n: targets left unfinished; why: 1 while waiting */
 };
 
 enum mr_cgkill_why { MR_WHY_PROTECTED, MR_WHY_V1, MR_WHY_NO_RECURSIVE, MR_WHY_GRACE };
@@ -268,8 +270,7 @@ int mr_pidfd_inode(int pidfd, uint64_t *ino);
 
 /* release.c */
 int mr_target_signal(struct mr_target *t, int sig);
-void mr_target_release(const struct mr_run *run, struct mr_target *t, bool once,
-		       unsigned int *retries, bool *nosys);
+void mr_target_release(struct mr_target *t, bool once, unsigned int *retries, bool *nosys);
 int mr_wait_exit(struct mr_target **waiting, size_t n, int64_t deadline_us,
 		 const sigset_t *mask, size_t *left);
 int mr_pid_watermark(uint64_t *ino);

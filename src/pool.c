@@ -9,8 +9,9 @@
  * stuck while it holds that lock for writing never lets go. Neither may
  * hold up the run. A worker works on a copy of its target and writes the
  * results back only while the phase it took it from is still on. A phase
- * that makes no progress for STALL_MS gets one more thread, and an opening
- * phase gives up the figures still being read: the kill matters more.
+ * that makes no progress for STALL_MS gives up the figures still being
+ * read (the kill matters more) and gets one more thread for the targets
+ * not yet taken.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,17 +24,23 @@
 
 #include "mrelease.h"
 
-#define STALL_MS 1000
+/* A phase in which no target gets anywhere for this long is stalled. A
+ * smaps walk takes about 7 ms a GiB and a release about 60: only a
+ * process of tens of GiB takes this long on its own, and then giving up
+ * its figures costs nothing but the figures. */
+#define STALL_MS 250
 #define MAX_EXTRA 8
 /* The workers read small files into buffers on their stacks; 8 MiB each
  * would only be address space to lock. Sanitizers need more room. */
 #if defined(__SANITIZE_ADDRESS__)
-#define STACK_SIZE (1024 * 1024)
+#define STACK_SIZE ((size_t)1024 * 1024)
 #else
-#define STACK_SIZE (64 * 1024)
+#define STACK_SIZE ((size_t)64 * 1024)
 #endif
 
-enum item_state { ITEM_WAITING, ITEM_TAKEN, ITEM_OPENED, ITEM_DONE };
+/* An item is taken, acted on (opened, or released), then done (its
+ * figures read). */
+enum item_state { ITEM_WAITING, ITEM_TAKEN, ITEM_ACTED, ITEM_DONE };
 
 struct mr_pool {
 	struct mr_run *run; /* the workers read its cfg and cgroups only */
@@ -45,13 +52,13 @@ struct mr_pool {
 	unsigned int gen; /* a result from another phase is dropped */
 	struct mr_target **items;
 	unsigned char *state;
-	size_t n, next, opened, done, progress;
+	size_t n, next, acted, done, progress;
 	bool figures, quit;
 	pthread_t *tids;
 	unsigned int threads, ready, busy, extra;
 	int sched_error;
 	unsigned int retries;
-	bool nosys, stalled;
+	bool nosys;
 };
 
 /* Open a target. A cgroup member must still be one once its pidfd is open:
@@ -63,6 +70,13 @@ static void open_target(const struct mr_run *run, struct mr_target *t)
 	mr_target_open(run, t);
 	if (t->cgroup < 0)
 		return;
+	/* A kernel thread in a cgroup was never asked for by number: it is
+	 * left out, as mrelease and pid 1 are, not failed. */
+	if (t->status == MR_FAILED && t->error == MR_E_KTHREAD) {
+		t->dropped = true;
+		mr_target_close(t);
+		return;
+	}
 	if (t->status == MR_FAILED && t->error == MR_E_NO_PROCESS) {
 		t->status = MR_EXITED;
 		t->error = MR_E_NONE;
@@ -78,21 +92,27 @@ static void open_target(const struct mr_run *run, struct mr_target *t)
 	}
 }
 
-static void read_figures(const struct mr_run *run, struct mr_target *t)
+/* The figures before (once opened) or after (once released or gone). */
+static void read_figures(const struct mr_run *run, enum mr_job job, struct mr_target *t)
 {
-	int r = mr_measure(run->cfg.proc, run->cfg.measure, t, &t->before);
+	int r;
 
-	if (r == -ESRCH)
-		t->status = MR_EXITED;
-	else if (r && !t->proc_file) {
-		t->proc_file = run->cfg.measure == MR_MEASURE_SMAPS ? "smaps_rollup" : "status";
-		t->proc_errnum = -r;
+	if (job == MR_JOB_OPEN && t->status == MR_PENDING && !t->dropped) {
+		r = mr_measure(run->cfg.proc, run->cfg.measure, t, &t->before);
+		if (r == -ESRCH)
+			t->status = MR_EXITED;
+		else if (r && !t->proc_file) {
+			t->proc_file = run->cfg.measure == MR_MEASURE_SMAPS ? "smaps_rollup" : "status";
+			t->proc_errnum = -r;
+		}
+	} else if (job != MR_JOB_OPEN && (t->status == MR_RELEASED || t->status == MR_EXITED)) {
+		mr_measure(run->cfg.proc, run->cfg.measure, t, &t->after);
 	}
 }
 
 static bool phase_complete(const struct mr_pool *p)
 {
-	return p->done == p->n || (p->job == MR_JOB_OPEN && !p->figures && p->opened == p->n);
+	return p->done == p->n || (!p->figures && p->acted == p->n);
 }
 
 /* Write a result back, if its phase is still on. Called locked. */
@@ -100,13 +120,13 @@ static bool commit(struct mr_pool *p, unsigned int gen, size_t i, struct mr_targ
 		   enum item_state st)
 {
 	if (gen != p->gen) {
-		if (st == ITEM_OPENED)
+		if (st == ITEM_ACTED && p->job == MR_JOB_OPEN)
 			mr_target_close(tmp);
 		return false;
 	}
 	*p->items[i] = *tmp;
 	p->state[i] = (unsigned char)st;
-	p->opened += st == ITEM_OPENED || (st == ITEM_DONE && p->job != MR_JOB_OPEN);
+	p->acted += st == ITEM_ACTED;
 	p->done += st == ITEM_DONE;
 	p->progress++;
 	if (phase_complete(p) && p->efd >= 0)
@@ -125,16 +145,15 @@ static void work_on(struct mr_pool *p, size_t i)
 	p->state[i] = ITEM_TAKEN;
 	p->busy++;
 	pthread_mutex_unlock(&p->lock);
-	if (job == MR_JOB_OPEN) {
+	if (job == MR_JOB_OPEN)
 		open_target(p->run, &tmp);
-		pthread_mutex_lock(&p->lock);
-		figures = commit(p, gen, i, &tmp, ITEM_OPENED) && p->figures;
-		pthread_mutex_unlock(&p->lock);
-		if (figures && tmp.status == MR_PENDING && !tmp.dropped)
-			read_figures(p->run, &tmp);
-	} else {
-		mr_target_release(p->run, &tmp, job == MR_JOB_TRY_RELEASE, &retries, &nosys);
-	}
+	else
+		mr_target_release(&tmp, job == MR_JOB_TRY_RELEASE, &retries, &nosys);
+	pthread_mutex_lock(&p->lock);
+	figures = commit(p, gen, i, &tmp, ITEM_ACTED) && p->figures;
+	pthread_mutex_unlock(&p->lock);
+	if (figures)
+		read_figures(p->run, job, &tmp);
 	pthread_mutex_lock(&p->lock);
 	p->busy--;
 	p->retries += retries;
@@ -222,14 +241,12 @@ static void run_inline(struct mr_pool *p)
 		struct mr_target *t = p->items[i];
 		bool nosys = false;
 
-		if (p->job == MR_JOB_OPEN) {
+		if (p->job == MR_JOB_OPEN)
 			open_target(p->run, t);
-			if (t->status == MR_PENDING && !t->dropped)
-				read_figures(p->run, t);
-		} else {
-			mr_target_release(p->run, t, p->job == MR_JOB_TRY_RELEASE, &p->retries, &nosys);
-			p->nosys |= nosys;
-		}
+		else
+			mr_target_release(t, p->job == MR_JOB_TRY_RELEASE, &p->retries, &nosys);
+		p->nosys |= nosys;
+		read_figures(p->run, p->job, t);
 	}
 }
 
@@ -249,7 +266,7 @@ static void abandon(struct mr_pool *p)
 int mr_pool_run(struct mr_pool *p, enum mr_job job, struct mr_target **items, size_t n)
 {
 	struct pollfd pfd = { .fd = p->efd, .events = POLLIN };
-	size_t seen = 0;
+	size_t seen;
 	eventfd_t v;
 	int r = 0;
 
@@ -263,7 +280,7 @@ int mr_pool_run(struct mr_pool *p, enum mr_job job, struct mr_target **items, si
 	p->job = job;
 	p->items = items;
 	p->n = n;
-	p->next = p->opened = p->done = 0;
+	p->next = p->acted = p->done = 0;
 	p->figures = true;
 	p->gen++;
 	if (!p->threads) {
@@ -289,11 +306,10 @@ int mr_pool_run(struct mr_pool *p, enum mr_job job, struct mr_target **items, si
 		if (phase_complete(p) || p->progress != seen)
 			continue;
 		/* Stalled: a worker is stuck on a target's mmap_lock. */
-		p->stalled = true;
-		if (job == MR_JOB_OPEN && p->figures) {
+		if (p->figures && p->acted > p->done) {
 			p->figures = false;
 			mr_note_add(p->run, (struct mr_note){ .kind = MR_N_FIGURES_STALLED,
-							     .n = p->opened - p->done });
+							     .n = p->acted - p->done });
 		}
 		if (p->next < p->n && p->extra < MAX_EXTRA && start_thread(p) == 0) {
 			p->extra++;

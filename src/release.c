@@ -3,9 +3,10 @@
  * arrivals. */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,15 +42,14 @@ int mr_target_signal(struct mr_target *t, int sig)
 		t->status = MR_EXITED;
 		return -ESRCH;
 	}
-	mr_target_fail(t, MR_E_KILL, errno);
+	mr_target_fail(t, sig == SIGKILL ? MR_E_KILL : MR_E_TERM, errno);
 	return -t->errnum;
 }
 
 /* Strip a dying target's address space. With once (during --grace), a
  * target that is not dying yet stays pending: the kernel releases only a
  * process whose group exit has begun. */
-void mr_target_release(const struct mr_run *run, struct mr_target *t, bool once,
-		       unsigned int *retries, bool *nosys)
+void mr_target_release(struct mr_target *t, bool once, unsigned int *retries, bool *nosys)
 {
 	unsigned int delay = RETRY_FIRST_US;
 	int64_t start = mr_now_us();
@@ -86,8 +86,6 @@ void mr_target_release(const struct mr_run *run, struct mr_target *t, bool once,
 		break;
 	}
 	t->release_us = mr_now_us() - start;
-	if (t->status == MR_RELEASED || t->status == MR_EXITED)
-		mr_measure(run->cfg.proc, run->cfg.measure, t, &t->after);
 }
 
 /* Wait until the n targets in waiting have exited (their pidfds poll
@@ -135,30 +133,35 @@ int mr_wait_exit(struct mr_target **waiting, size_t n, int64_t deadline_us,
 	return r;
 }
 
-/* The pidfs inode of a process made just now: every process made before
- * this call has a smaller one, every process made after it a larger one
- * (pidfs numbers them in the order their pids are allocated). 0 before
- * Linux 6.9. */
-int mr_pid_watermark(uint64_t *ino)
-{
-	int fd, r = 0;
-	pid_t pid;
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* include/uapi/linux/pidfd.h, Linux 6.9 */
+#endif
 
-	*ino = 0;
-	pid = vfork();
-	if (pid < 0)
-		return -errno;
-	if (pid == 0)
-		_exit(0);
-	/* Not reaped yet: its pid, and pidfd, are still its own. */
-	fd = mr_sys_pidfd_open(pid);
-	if (fd < 0)
-		r = -errno;
-	else {
-		r = mr_pidfd_inode(fd, ino);
+/* A thread that opens a pidfd for itself and reports its pidfs inode. */
+static void *watermark_thread(void *arg)
+{
+	uint64_t *ino = arg;
+	int fd = mr_sys_pidfd_open_flags(gettid(), PIDFD_THREAD);
+
+	if (fd >= 0) {
+		mr_pidfd_inode(fd, ino);
 		close(fd);
 	}
-	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
-		;
-	return r;
+	return NULL;
+}
+
+/* The pidfs inode of a task made just now: pidfs numbers every pid in the
+ * order it is allocated, so every process made before this call has a
+ * smaller one, every process made after it a larger one. 0 where there is
+ * no pidfs (before Linux 6.9), or no thread could be made. */
+int mr_pid_watermark(uint64_t *ino)
+{
+	pthread_t t;
+	int r;
+
+	*ino = 0;
+	if ((r = pthread_create(&t, NULL, watermark_thread, ino)))
+		return -r;
+	pthread_join(t, NULL);
+	return 0;
 }

@@ -32,7 +32,7 @@
 
 /* Descriptors kept aside, beyond one per worker, for what the run reads
  * while it holds the pidfds: cgroup directories, /proc files, meminfo. */
-#define FD_RESERVE 16
+#define FD_RESERVE 8
 
 struct pick {
 	struct mr_pidspec spec;
@@ -238,7 +238,12 @@ static int phase(struct act *a, enum mr_job job, struct mr_target **items, size_
 	int r = mr_pool_run(a->pool, job, items, n);
 
 	if (r == -EINTR) {
+		size_t left = 0;
+
+		for (size_t i = 0; i < n; i++)
+			left += items[i]->status == MR_INTERRUPTED;
 		a->run->interrupted = true;
+		mr_note_add(a->run, (struct mr_note){ .kind = MR_N_INTERRUPTED, .n = left });
 		return 0;
 	}
 	return r ? fatal(a->run, r, "worker threads") : 0;
@@ -296,6 +301,7 @@ static int grace(struct act *a, struct mr_target **items, size_t n)
 static void kill_all(struct act *a, struct mr_target **items, size_t n, bool first)
 {
 	struct mr_run *run = a->run;
+	bool sent = false;
 
 	for (size_t c = 0; first && c < run->ncgroups; c++) {
 		struct mr_cgroup *cg = &run->cgroups[c];
@@ -308,6 +314,7 @@ static void kill_all(struct act *a, struct mr_target **items, size_t n, bool fir
 						   .cgroup = (int)c, .errnum = -r });
 		if (r)
 			cg->kill = MR_CGKILL_PIDFD;
+		sent |= r == 0;
 	}
 	for (size_t i = 0; i < n; i++) {
 		struct mr_target *t = items[i];
@@ -318,8 +325,10 @@ static void kill_all(struct act *a, struct mr_target **items, size_t n, bool fir
 			t->killed = true;
 		else
 			mr_target_signal(t, SIGKILL);
+		sent |= t->killed;
 	}
-	run->kill_us = mr_now_us() - run->cfg.start_us;
+	if (sent)
+		run->kill_us = mr_now_us() - run->cfg.start_us;
 }
 
 /* Open, measure, signal and release targets[from..from+n). */
@@ -336,6 +345,11 @@ static int batch(struct act *a, size_t from, size_t n, bool first)
 	k = pending(t, n, items);
 	if ((r = phase(a, MR_JOB_OPEN, items, k)) || run->interrupted)
 		goto out;
+	for (size_t i = 0; i < n; i++)
+		if (t[i].dropped && t[i].error == MR_E_KTHREAD)
+			mr_note_add(run, (struct mr_note){ .kind = MR_N_LEFT_OUT, .pid = t[i].pid,
+							   .cgroup = t[i].cgroup,
+							   .why = MR_E_KTHREAD });
 	if (first) {
 		mr_mem_available_kb(&run->mem_available_before_kb);
 		for (size_t c = 0; c < run->ncgroups; c++)
@@ -514,21 +528,24 @@ static int wait_exits(struct act *a, struct mr_target *t, size_t n, int64_t dead
 	r = mr_wait_exit(items, k, deadline, &run->cfg.waitmask, &left);
 	if (r == -EINTR) {
 		run->interrupted = true;
+		mr_note_add(run, (struct mr_note){ .kind = MR_N_INTERRUPTED, .why = 1, .n = left });
 		r = 0;
 	}
 	for (size_t i = 0; i < k; i++) {
 		struct mr_target *w = items[i];
 		bool gone = i < k - left;
 
-		if (w->waiting && gone)
+		if (w->waiting && gone) {
 			w->status = MR_EXITED;
-		else if (w->waiting)
-			mr_target_fail(w, run->interrupted ? MR_E_NONE : MR_E_NOSYS, 0);
-		if (w->waiting && !gone && run->interrupted)
+			mr_measure(run->cfg.proc, run->cfg.measure, w, &w->after);
+		} else if (w->waiting && run->interrupted) {
 			w->status = MR_INTERRUPTED;
+		} else if (w->waiting) {
+			mr_target_fail(w, MR_E_NOSYS, 0);
+		}
 		w->waiting = false;
 		if (run->cfg.wait)
-			w->exited = gone;
+			w->exited = gone ? 1 : 0;
 	}
 	free(items);
 	return r ? fatal(run, r, "waiting for the targets to exit") : 0;
@@ -608,6 +625,8 @@ int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 	if (jobs > run->ntargets)
 		jobs = (unsigned int)run->ntargets;
 	budget = mr_fd_budget(run->ntargets, jobs + FD_RESERVE);
+	if (budget == 0)
+		budget = 1;
 	if (budget < run->ntargets)
 		mr_note_add(run, (struct mr_note){ .kind = MR_N_BATCHES,
 						   .n = (run->ntargets + budget - 1) / budget });

@@ -28,6 +28,12 @@ static inline int mr_sys_pidfd_open(pid_t pid)
 #endif
 }
 
+/* With flags (PIDFD_THREAD): the raw call, which every glibc has. */
+static inline int mr_sys_pidfd_open_flags(pid_t pid, unsigned int flags)
+{
+	return (int)syscall(SYS_pidfd_open, pid, flags);
+}
+
 static inline int mr_sys_pidfd_send_signal(int pidfd, int sig)
 {
 #ifdef HAVE_PIDFD_SEND_SIGNAL

@@ -29,7 +29,14 @@ bad_cases=(
 	"--nice 1.5 VICTIM|--nice '1.5': expected a whole number"
 	"--jobs 0 VICTIM|--jobs '0': expected a whole number from 1 to 1024"
 	"--measure rss VICTIM|--measure 'rss': expected smaps, status or none"
-	"--wait=soon VICTIM|--wait 'soon': expected a whole number"
+	"--wait=soon VICTIM|--wait 'soon': expected seconds from 0 to 86400"
+	"--wait 86401 VICTIM|--wait '86401': expected seconds from 0 to 86400"
+	"--wait 1.2345 VICTIM|--wait '1.2345': expected seconds"
+	"--wait -1 VICTIM|--wait '-1': expected seconds"
+	"--wait=|--wait '': expected seconds"
+	"--wait|option '--wait' requires an argument"
+	"--grace=x VICTIM|--grace 'x': expected seconds from 0 to 86400"
+	"--grace|option '--grace' requires an argument"
 	"--bogus VICTIM|unrecognized option '--bogus'"
 	"|no PID or --cgroup given"
 )
@@ -62,18 +69,62 @@ bad_cases=(
 	assert_equal "$stderr" "mrelease: standard input: more than 4194304 pids"
 }
 
-@test "empty standard input is no target and no error" {
-	run -0 --separate-stderr "$MRELEASE" --kill --json - </dev/null
+@test "empty standard input: no process selected, exit 1 (pkill's convention)" {
+	run -1 --separate-stderr "$MRELEASE" --kill --json - </dev/null
+	assert_equal "$stderr" "mrelease: no process selected"
 	assert_equal "$(jq -r .summary.targets <<<"$output")" 0
+	run -1 --separate-stderr "$MRELEASE" --kill - <<<"   "
+	assert_equal "$stderr" "mrelease: no process selected"
 }
 
-@test "--help documents every exit status, --version answers" {
+@test "--wait takes the next word as its value: a number after it is never a pid" {
+	start_victim -m 1
+	# Once --wait took an optional value, so "--wait 600" killed pid 600.
+	run -2 --separate-stderr "$MRELEASE" --kill --wait 5
+	assert_equal "${stderr%%$'\n'*}" "mrelease: no PID or --cgroup given"
+	run -2 --separate-stderr "$MRELEASE" --kill -w 5
+	assert_equal "${stderr%%$'\n'*}" "mrelease: no PID or --cgroup given"
+	run -0 --separate-stderr "$MRELEASE" --dry-run --kill --wait 5 --json "$VPID"
+	assert_equal "$(jq -r '.targets | length' <<<"$output")" 1
+	assert_equal "$(jq -r '.targets[0].pid' <<<"$output")" "$VPID"
+	run -0 --separate-stderr "$MRELEASE" --dry-run --kill -w5 --json "$VPID"
+	assert_equal "$(jq -r '.targets[0].pid' <<<"$output")" "$VPID"
+	kill -0 "$VPID"
+}
+
+@test "--grace needs --kill" {
+	start_victim -m 1
+	run -2 --separate-stderr "$MRELEASE" --grace 1 "$VPID"
+	assert_equal "${stderr%%$'\n'*}" "mrelease: --grace needs --kill: without it nothing is sent"
+	assert_output ""
+	kill -0 "$VPID"
+}
+
+@test "a name where a pid belongs gets a hint to use pgrep" {
+	run -2 --separate-stderr "$MRELEASE" --kill python3
+	assert_equal "${stderr%%$'\n'*}" "mrelease: 'python3': not a valid pid; to select processes by name, use: pgrep python3 | mrelease --kill -"
+	run -2 --separate-stderr "$MRELEASE" python3
+	assert_equal "${stderr%%$'\n'*}" "mrelease: 'python3': not a valid pid; to select processes by name, use: pgrep python3 | mrelease -"
+}
+
+@test "--help documents every exit status and ends with examples; -h and -? too" {
 	run -0 "$MRELEASE" --help
 	assert_line --regexp '^ +0 +every target released or gone'
-	assert_line --regexp '^ +1 +no target released or gone: every one failed'
+	assert_line --regexp '^ +1 +no target released or gone, or no process selected'
 	assert_line --regexp '^ +2 +usage error'
 	assert_line --regexp '^ +3 +fatal error'
-	assert_line --regexp '^ +64 +some targets released or gone, some failed'
+	assert_line --regexp '^ +64 +some targets released or gone, some not'
+	assert_line --regexp '^  -h, -\?, --help +Give this help list'
+	assert_line --regexp '^Examples:'
+	assert_line --regexp 'kill -9 1234; mrelease 1234'
+	assert_line --regexp 'mrelease --kill --cgroup '
+	assert_line --regexp 'pgrep .* \| mrelease --kill --json -'
+	assert_equal "${lines[-1]}" "See mrelease(1)."
+	local help=$output
+	run -0 "$MRELEASE" -h
+	assert_equal "$output" "$help"
+	run -0 "$MRELEASE" -?
+	assert_equal "$output" "$help"
 	run -0 "$MRELEASE" --version
 	assert_output --regexp '^mrelease [0-9]+\.[0-9]+\.[0-9]+$'
 	run -0 "$MRELEASE" --usage

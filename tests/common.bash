@@ -11,6 +11,36 @@ need_root() {
 	[ "$(id -u)" -eq 0 ] || skip "needs root"
 }
 
+# json_get FILTER: apply a jq filter to the JSON mrelease printed.
+json_get() {
+	jq -er "$1" <<<"$output"
+}
+
+# wait_until TRIES COMMAND...: poll COMMAND every 0.05 s, at most TRIES
+# times; false if it never succeeded.
+wait_until() {
+	local tries=$1 i
+	shift
+	for ((i = 0; i < tries; i++)); do
+		"$@" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# in_pidns SCRIPT: run a bash script in a pid namespace of its own, where
+# pid 1 and every pid are the test's own; the script gets $1 = mrelease,
+# $2 = the victim helper, $3 = the test's temporary directory.
+in_pidns() {
+	unshare --pid --fork --mount-proc env PATH="$PATH" bash -c "$1" bash \
+		"$MRELEASE" "$MR_VICTIM" "$BATS_TEST_TMPDIR"
+}
+
+# as_nobody COMMAND...: run COMMAND as the unprivileged user nobody.
+as_nobody() {
+	setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"
+}
+
 # start_victim [victim options]: start a victim in the background and
 # wait until it has touched its memory; its pid is left in $VPID.
 start_victim() {

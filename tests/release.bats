@@ -9,11 +9,6 @@ setup() {
 	need_root
 }
 
-# json_get FILTER: apply a jq filter to the JSON mrelease printed.
-json_get() {
-	jq -er "$1" <<<"$output"
-}
-
 @test "--kill frees the memory of a victim that cannot exit by itself" {
 	start_victim -m 32
 	freeze_victim "$VPID"
@@ -157,11 +152,8 @@ json_get() {
 }
 
 # The cases below name pids this file did not create (pid 1, pids that are
-# gone and may be reused), so they run in a pid namespace of their own.
-in_pidns() {
-	unshare --pid --fork --mount-proc env PATH="$PATH" bash -c "$1" bash \
-		"$MRELEASE" "$MR_VICTIM" "$BATS_TEST_TMPDIR"
-}
+# gone and may be reused), so they run in a pid namespace of their own
+# (in_pidns, in common.bash).
 
 @test "pid 1 is refused and lives on" {
 	run -1 --separate-stderr in_pidns '
@@ -208,14 +200,29 @@ in_pidns() {
 	kill -0 "$VPID"
 }
 
-@test "--wait fails a released target that has still not exited" {
+@test "--wait: a released victim that cannot exit stays released, and counts as not done" {
 	start_victim -m 8
 	freeze_victim "$VPID"
 	run -1 --separate-stderr "$MRELEASE" --kill --wait=1 --json "$VPID"
-	assert_equal "$stderr" "mrelease: pid $VPID: still running after the wait"
-	assert_equal "$(json_get '.targets[0].status')" failed
-	# Released all the same: the memory is gone though the process is not.
+	assert_equal "$stderr" "mrelease: pid $VPID: released, but still running after the wait (stuck in the kernel?)"
+	assert_equal "$(json_get '.targets[0].status')" released
+	assert_equal "$(json_get '.targets[0].exited')" false
+	assert_equal "$(json_get '.summary.released')" 1
+	# The memory is gone though the process is not.
 	[ "$(rss_kb "$VPID")" -lt 1024 ]
+	run -1 --separate-stderr "$MRELEASE" --wait 0.5 "$VPID"
+	assert_line --regexp "^ *$VPID mr-victim .* released, running\$"
+}
+
+@test "--wait: a victim that exits is released and exited, exit 0" {
+	start_victim -m 8
+	run -0 --separate-stderr "$MRELEASE" --kill --wait 10 --json "$VPID"
+	assert_equal "$(json_get '.targets[0].exited')" true
+	assert_regex "$(json_get '.targets[0].status')" '^(released|exited)$'
+	# Without --wait nobody asked: null.
+	start_victim -m 1
+	run -0 --separate-stderr "$MRELEASE" --kill --json "$VPID"
+	assert_equal "$(json_get '.targets[0].exited')" null
 }
 
 @test "each releasing thread sets its own nice value and CPUs" {
@@ -244,17 +251,20 @@ in_pidns() {
 	assert_failure
 }
 
-@test "as an unprivileged user, another user's process is an error, not zeros" {
+@test "as an unprivileged user: another user's figures are null with the reason, not zeros" {
 	command -v setpriv >/dev/null || skip "needs setpriv"
 	start_victim -m 8
-	run -1 --separate-stderr setpriv --reuid=nobody --regid=nogroup --clear-groups \
-		"$MRELEASE" --dry-run --json "$VPID"
+	run -0 --separate-stderr as_nobody "$MRELEASE" --dry-run --json "$VPID"
 	assert_equal "$stderr" \
-		"mrelease: pid $VPID: cannot read its memory figures: Permission denied"
+		"mrelease: pid $VPID: no memory figures: /proc/$VPID/smaps_rollup: Permission denied"
 	assert_equal "$(json_get '.targets[0].rss_before_kb')" null
-	run -1 --separate-stderr setpriv --reuid=nobody --regid=nogroup --clear-groups \
-		"$MRELEASE" --kill --measure=none "$VPID"
-	assert_equal "$stderr" "mrelease: pid $VPID: Operation not permitted"
+	assert_equal "$(json_get '.targets[0].measure_error')" \
+		"/proc/$VPID/smaps_rollup: Permission denied"
+	# The kill is not permitted either: that is what is said, and only that.
+	run -1 --separate-stderr as_nobody "$MRELEASE" --kill "$VPID"
+	assert_equal "$stderr" "mrelease: pid $VPID: cannot kill it: Operation not permitted"
+	run -1 --separate-stderr as_nobody "$MRELEASE" --kill --measure=none "$VPID"
+	assert_equal "$stderr" "mrelease: pid $VPID: cannot kill it: Operation not permitted"
 	kill -0 "$VPID"
 	[ "$(rss_kb "$VPID")" -gt 7000 ]
 }
@@ -321,7 +331,8 @@ mrelease: pid $VPID: no process_mrelease here, and it did not exit within the wa
 	local rc=0
 	wait "$mr" || rc=$?
 	assert_equal "$rc" 130
-	assert_equal "$(cat "$err")" "mrelease: interrupted while waiting; reporting what was done"
+	assert_equal "$(cat "$err")" "mrelease: interrupted while waiting; reporting what was done
+mrelease: pid $VPID: released, but still running after the wait (stuck in the kernel?)"
 	output=$(cat "$out")
 	assert_equal "$(json_get '.targets[0].status')" released
 	[ "$(rss_kb "$VPID")" -lt 1024 ]
@@ -353,15 +364,16 @@ mrelease: pid $VPID: no process_mrelease here, and it did not exit within the wa
 	[ "$(rss_kb "$VPID/task/$tid")" -lt 1024 ]
 }
 
-@test "a process hidden by hidepid is an error, not 'exited'" {
+@test "a process hidden by hidepid is not 'exited': its figures are null, with the reason" {
 	command -v setpriv >/dev/null || skip "needs setpriv"
 	run --separate-stderr unshare --pid --fork --mount-proc bash -c '
 		mount -o remount,hidepid=invisible /proc || exit 77
 		"$1" -m 1 -r "$2/h" </dev/null >/dev/null & p=$!
 		while [ ! -s "$2/h" ]; do sleep 0.05; done
-		setpriv --reuid=nobody --regid=nogroup --clear-groups "$3" --dry-run "$p"' \
+		setpriv --reuid=nobody --regid=nogroup --clear-groups "$3" --dry-run --json "$p"' \
 		bash "$MR_VICTIM" "$BATS_TEST_TMPDIR" "$MRELEASE"
 	[ "$status" -ne 77 ] || skip "cannot mount /proc with hidepid here"
-	assert_equal "$status" 1
-	assert_regex "$stderr" "^mrelease: pid [0-9]+: alive, but not to be read in /proc \(mounted with hidepid\?\)$"
+	assert_equal "$status" 0
+	assert_equal "$(json_get '.targets[0].status')" skipped
+	assert_regex "$stderr" "^mrelease: pid [0-9]+: no memory figures: /proc/[0-9]+/stat: No such file or directory \(hidden by hidepid\?\)$"
 }

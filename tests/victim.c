@@ -10,15 +10,21 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 static const char usage[] =
-	"usage: mr-victim [-m MIB] [-c N] [-k] [-i] [-t | -x | -s | -z] [-r FILE]\n"
+	"usage: mr-victim [-m MIB] [-c N] [-k] [-i] [-T | -e] [-D] [-u] [-t | -x | -s | -z] [-r FILE]\n"
 	"  -m MIB   allocate and touch MIB of private anonymous memory\n"
 	"  -c N     fork N children that each touch MIB too\n"
 	"  -k       keep forking short-lived children until killed\n"
 	"  -i       run at SCHED_IDLE\n"
+	"  -T       ignore SIGTERM\n"
+	"  -e       on SIGTERM, exit by itself 0.2 s later (a graceful stop)\n"
+	"  -D       not dumpable (PR_SET_DUMPABLE 0): /proc denies its memory\n"
+	"           figures to all but CAP_SYS_PTRACE\n"
+	"  -u       on each SIGUSR1, fork a child that touches MIB and waits\n"
 	"  -t       start a second thread and report its tid as well\n"
 	"  -x       as -t, then end the main thread (pthread_exit): the leader\n"
 	"           is a zombie while the process lives on\n"
@@ -26,6 +32,21 @@ static const char usage[] =
 	"           and report its pid as well\n"
 	"  -z       leave a zombie child and report its pid as well\n"
 	"  -r FILE  write \"PID [OTHER]\" to FILE once ready\n";
+
+static volatile sig_atomic_t fork_wanted;
+
+static void want_fork(int sig)
+{
+	(void)sig;
+	fork_wanted = 1;
+}
+
+static void exit_later(int sig)
+{
+	(void)sig;
+	usleep(200000);
+	_exit(0);
+}
 
 static void *touch(size_t mib)
 {
@@ -96,16 +117,21 @@ int main(int argc, char **argv)
 {
 	size_t mib = 0;
 	int children = 0, keep_forking = 0, idle = 0, thread = 0, shared = 0, zombie = 0;
+	int ignore_term = 0, graceful = 0, undumpable = 0, fork_on_usr1 = 0;
 	int leader_exits = 0, c;
 	const char *ready = NULL;
 	pid_t tid = 0;
 
-	while ((c = getopt(argc, argv, "m:c:kitxszr:")) != -1) {
+	while ((c = getopt(argc, argv, "m:c:kiTeDutxszr:")) != -1) {
 		switch (c) {
 		case 'm': mib = strtoul(optarg, NULL, 10); break;
 		case 'c': children = atoi(optarg); break;
 		case 'k': keep_forking = 1; break;
 		case 'i': idle = 1; break;
+		case 'T': ignore_term = 1; break;
+		case 'e': graceful = 1; break;
+		case 'D': undumpable = 1; break;
+		case 'u': fork_on_usr1 = 1; break;
 		case 't': thread = 1; break;
 		case 'x': thread = leader_exits = 1; break;
 		case 's': shared = 1; break;
@@ -119,6 +145,18 @@ int main(int argc, char **argv)
 		if (sched_setscheduler(0, SCHED_IDLE, &sp))
 			err(1, "SCHED_IDLE");
 	}
+	if (ignore_term)
+		signal(SIGTERM, SIG_IGN);
+	if (graceful)
+		signal(SIGTERM, exit_later);
+	if (fork_on_usr1) {
+		struct sigaction sa = { .sa_handler = want_fork };
+
+		sigaction(SIGUSR1, &sa, NULL);
+		signal(SIGCHLD, SIG_IGN);
+	}
+	if (undumpable && prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+		err(1, "PR_SET_DUMPABLE");
 	touch(mib);
 	for (int i = 0; i < children; i++) {
 		pid_t pid = fork();
@@ -173,6 +211,15 @@ int main(int argc, char **argv)
 			usleep(10000);
 		}
 	}
-	for (;;)
+	for (;;) {
 		pause();
+		if (fork_wanted) {
+			fork_wanted = 0;
+			if (fork() == 0) {
+				touch(mib);
+				for (;;)
+					pause();
+			}
+		}
+	}
 }
