@@ -277,6 +277,7 @@ bool series_stats(const struct series *s, struct stats *st);
 int64_t self_median(const struct series *s, size_t field_offset);
 struct ratio ratio_of(const struct bench *b, const struct series *num, const struct series *den);
 struct fit fit_rows(const struct scenario *sc, const char *prefix);
+struct fit fit_rows_field(const struct scenario *sc, const char *prefix, long field);
 int collect_targets(const struct bench *b, struct target *t);
 const char *verdict_name(enum verdict v);
 

@@ -140,7 +140,7 @@ static void print_row(const struct bench *b, FILE *f, const struct scenario *sc,
 		return;
 	}
 	if (s->n == 0) {
-		fprintf(f, "%-12s %-36s %6s  %s\n", sc->name, s->label, "0",
+		fprintf(f, "%-12s %-36s %4d/%d  %s\n", sc->name, s->label, 0, s->planned,
 			s->error[0] ? s->error : "no result");
 		return;
 	}
@@ -280,7 +280,9 @@ static void print_time_split(const struct bench *b, FILE *f)
 	}
 	fprintf(f, "  (to kill: kill_us, start to last SIGKILL; kill->end: elapsed_us, first signal to\n"
 		   "  the end of the releases; release: the slowest target's release_us; other: wall\n"
-		   "  less both: fork, exec, start-up before main(), report, exit, the meter's wait)\n");
+		   "  less both: fork, exec, start-up before main(), report, exit, and the meter's wait,\n"
+		   "  which for a victim free to run is its own exit; \"-\" where the two overlap: with\n"
+		   "  --grace the first signal is the SIGTERM, with cgroup.kill the write itself)\n");
 }
 
 /* ---- tiny: the fitted cost per target ---- */
@@ -288,6 +290,19 @@ static void print_time_split(const struct bench *b, FILE *f)
 static const struct {
 	const char *prefix, *label;
 } fit_tools[] = { { "mrelease", "mrelease --kill" }, { "pkill", "pkill -m" } };
+
+/* mrelease's own clock splits its cost per target at the SIGKILL. */
+static void print_fit_split(const struct scenario *sc, FILE *f)
+{
+	struct fit k = fit_rows_field(sc, "mrelease", (long)offsetof(struct self_report, kill_us));
+	struct fit e = fit_rows_field(sc, "mrelease",
+				      (long)offsetof(struct self_report, elapsed_us));
+
+	if (k.valid && e.valid)
+		fprintf(f, "  %-16s of which %.4f ms before the kill (kill_us), %.4f ms from the "
+			   "first signal to the end (elapsed_us)\n", "",
+			k.per_target_us / US_PER_MS, e.per_target_us / US_PER_MS);
+}
 
 static void print_fits(const struct bench *b, FILE *f)
 {
@@ -307,6 +322,8 @@ static void print_fits(const struct bench *b, FILE *f)
 		fprintf(f, "  %-16s fixed %7.2f ms, per target %.4f ms (%d points)\n",
 			fit_tools[t].label, fits[t].fixed_us / US_PER_MS,
 			fits[t].per_target_us / US_PER_MS, fits[t].points);
+		if (t == 0)
+			print_fit_split(sc, f);
 	}
 	if (fits[0].valid && fits[1].valid && fits[1].per_target_us > 0)
 		fprintf(f, "  per target, mrelease / pkill -m (measured here): %.2f\n",
@@ -658,6 +675,19 @@ static void json_fits(const struct bench *b, FILE *f)
 		if (fit.valid)
 			fprintf(f, "{\"fixed_us\":%.1f,\"per_target_us\":%.2f,\"points\":%d}",
 				fit.fixed_us, fit.per_target_us, fit.points);
+		else
+			fputs("null", f);
+	}
+	for (int i = 0; i < 2; i++) {
+		static const char *const keys[] = { "mrelease_kill_us", "mrelease_elapsed_us" };
+		size_t off = i ? offsetof(struct self_report, elapsed_us)
+			       : offsetof(struct self_report, kill_us);
+		struct fit fit = fit_rows_field(sc, "mrelease", (long)off);
+
+		fprintf(f, ",\"%s\":", keys[i]);
+		if (fit.valid)
+			fprintf(f, "{\"fixed_us\":%.1f,\"per_target_us\":%.2f}", fit.fixed_us,
+				fit.per_target_us);
 		else
 			fputs("null", f);
 	}

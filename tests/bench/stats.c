@@ -134,8 +134,10 @@ struct ratio ratio_of(const struct bench *b, const struct series *num, const str
 	return r;
 }
 
-/* Least squares of median time against x over the rows "<prefix>_<x>". */
-struct fit fit_rows(const struct scenario *sc, const char *prefix)
+/* Least squares of median time against x over the rows "<prefix>_<x>":
+ * the wall time, or with field >= 0 the median of that field (offsetof in
+ * struct self_report) of mrelease's own reports. */
+struct fit fit_rows_field(const struct scenario *sc, const char *prefix, long field)
 {
 	double sx = 0, sy = 0, sxx = 0, sxy = 0, n, den;
 	size_t len = strlen(prefix);
@@ -147,6 +149,8 @@ struct fit fit_rows(const struct scenario *sc, const char *prefix)
 
 		if (strncmp(s->id, prefix, len) || s->id[len] != '_' || s->x <= 0 ||
 		    !series_stats(s, &st) || st.med == TIMED_OUT)
+			continue;
+		if (field >= 0 && (st.med = self_median(s, (size_t)field)) < 0)
 			continue;
 		f.points++;
 		sx += (double)s->x;
@@ -162,6 +166,11 @@ struct fit fit_rows(const struct scenario *sc, const char *prefix)
 	f.per_target_us = (n * sxy - sx * sy) / den;
 	f.fixed_us = (sy - f.per_target_us * sx) / n;
 	return f;
+}
+
+struct fit fit_rows(const struct scenario *sc, const char *prefix)
+{
+	return fit_rows_field(sc, prefix, -1);
 }
 
 /* ---- the targets ---- */
