@@ -11,9 +11,10 @@
 #include "mrelease.h"
 
 /* Read the whole file, up to len - 1 bytes, and end it with a NUL. Proc and
- * cgroup files are made as they are read: reading on until EOF (or a full
- * buffer) gets all of one that is longer than a single read returns.
- * Returns the length, or -errno. */
+ * cgroup files are seq_files: a read fills the buffer until the text ends,
+ * so a short read is the end, and saves the read that would return 0 (one
+ * syscall in four, for each file of each target). Returns the length, or
+ * -errno. */
 ssize_t mr_read_fileat(int dirfd, const char *name, char *buf, size_t len)
 {
 	size_t got = 0;
@@ -25,8 +26,11 @@ ssize_t mr_read_fileat(int dirfd, const char *name, char *buf, size_t len)
 	fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	while (got < len - 1 && (n = read(fd, buf + got, len - 1 - got)) > 0)
+	while (got < len - 1 && (n = read(fd, buf + got, len - 1 - got)) > 0) {
 		got += (size_t)n;
+		if ((size_t)n < len - 1 - (got - (size_t)n))
+			break;
+	}
 	e = errno;
 	close(fd);
 	if (n < 0)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bats
 # reuse.bats: a pid that is reused between selection and action. mrelease
-# is stopped by gdb after it has opened and measured its target; the target
+# is stopped by gdb after it has opened and measured its target (at the
+# MemAvailable reading that comes just before the first signal); the target
 # is then killed and reaped, and processes are started until one gets its
 # pid. The new process must survive. All of it runs in a pid namespace of
 # its own with a small pid_max, so the pid comes round quickly and nothing
@@ -39,8 +40,8 @@ setup() {
 			exit 1
 		SCRIPT
 		gdb -q -batch -nx -ex "set startup-with-shell off" \
-			-ex "break mr_release_all" -ex run \
-			-ex "shell bash $dir/recycle" -ex continue \
+			-ex "break mr_mem_available_kb" -ex run \
+			-ex "shell bash $dir/recycle" -ex delete -ex continue \
 			--args "$mr" --kill --json "$a" >"$dir/gdb.out" 2>"$dir/gdb.err"
 		[ -s "$dir/bpid" ] || { echo "pid $a did not come round" >&2; exit 1; }
 		b=$(cat "$dir/bpid")
