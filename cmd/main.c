@@ -34,7 +34,7 @@ static const struct argp_option argp_options[] = {
 	  "Memory figures from smaps (smaps_rollup, the default), status (O(1) counters) "
 	  "or none", 3 },
 	{ "wait", 'w', "SECONDS", 0,
-	  "After releasing, wait up to SECONDS (0 to 86400) for every target to exit", 3 },
+	  "After releasing, wait up to SECONDS (0 to 86400, e.g. 0.5) for every target to exit", 3 },
 	{ "dry-run", 'd', NULL, 0,
 	  "Measure and report only; send and release nothing, even with --kill", 3 },
 	{ "json", 'J', NULL, 0, "Print one JSON document instead of the table", 4 },

@@ -301,6 +301,7 @@ enum mr_job {
 };
 struct mr_pool;
 int mr_pool_start(struct mr_pool **p, struct mr_run *run, unsigned int jobs);
+int mr_pool_ready(struct mr_pool *p);
 int mr_pool_run(struct mr_pool *p, enum mr_job job, struct mr_target **items, size_t n);
 void mr_pool_stats(const struct mr_pool *p, unsigned int *retries, bool *nosys);
 void mr_pool_stop(struct mr_pool *p);

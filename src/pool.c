@@ -193,15 +193,16 @@ static int start_thread(struct mr_pool *p)
 	return 0;
 }
 
-/* Start jobs threads at the run's nice value and CPUs. If they cannot take
- * them, nothing has been sent yet and the run stops with that -errno. If no
+/* Start jobs threads; each applies the run's nice value and CPUs to itself
+ * and then waits for work. mr_pool_ready() tells whether they could. If no
  * thread can be started at all (pids.max reached during a fork bomb, no
- * memory), the main thread does the work itself. */
+ * memory), the main thread will do the work itself. */
 int mr_pool_start(struct mr_pool **out, struct mr_run *run, unsigned int jobs)
 {
 	struct mr_pool *p = calloc(1, sizeof(*p));
 	int r = 0;
 
+	*out = NULL;
 	if (!p)
 		return -ENOMEM;
 	p->run = run;
@@ -218,19 +219,29 @@ int mr_pool_start(struct mr_pool **out, struct mr_run *run, unsigned int jobs)
 	pthread_mutex_lock(&p->lock);
 	while (p->efd >= 0 && p->threads < jobs && !(r = start_thread(p)))
 		;
+	pthread_mutex_unlock(&p->lock);
 	if (r || p->efd < 0)
 		mr_note_add(run, (struct mr_note){ .kind = MR_N_THREADS_SHORT, .n = p->threads,
 						  .errnum = r ? -r : errno });
+	run->threads = p->threads;
+	*out = p;
+	return 0;
+}
+
+/* Wait until every thread has applied the run's nice value and CPUs, which
+ * must be known before anything is sent: 0, or the -errno of the first that
+ * could not. Without threads the main thread applies them to itself. */
+int mr_pool_ready(struct mr_pool *p)
+{
+	int r;
+
+	pthread_mutex_lock(&p->lock);
 	while (p->ready < p->threads)
 		pthread_cond_wait(&p->cond, &p->lock);
 	r = p->sched_error;
 	pthread_mutex_unlock(&p->lock);
-	if (!r && p->efd < 0)
-		p->threads = 0;
 	if (!r && !p->threads)
-		r = mr_sched_apply(&run->cfg.sched);
-	run->threads = p->threads;
-	*out = p;
+		r = mr_sched_apply(&p->run->cfg.sched);
 	return r;
 }
 
@@ -283,7 +294,7 @@ int mr_pool_run(struct mr_pool *p, enum mr_job job, struct mr_target **items, si
 	p->next = p->acted = p->done = 0;
 	p->figures = true;
 	p->gen++;
-	if (!p->threads) {
+	if (!p->threads || p->efd < 0) {
 		pthread_mutex_unlock(&p->lock);
 		run_inline(p);
 		return 0;

@@ -611,26 +611,29 @@ int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 	int64_t deadline;
 	int r;
 
-	if ((r = mr_ancestors(run->cfg.proc, &run->ancestors, &run->nancestors)))
-		return fatal(run, r, "ancestors");
+	/* The threads start first: under load a new thread can wait for a
+	 * CPU for milliseconds, and meanwhile the main thread reads the
+	 * ancestors and lists the cgroups. Never more threads than pids. */
+	if (!run->ncgroups && jobs > named->len)
+		jobs = named->len ? (unsigned int)named->len : 1;
+	if ((r = mr_pool_start(&a.pool, run, jobs)))
+		return fatal(run, r, "worker threads");
+	if ((r = mr_ancestors(run->cfg.proc, &run->ancestors, &run->nancestors))) {
+		fatal(run, r, "ancestors");
+		goto out;
+	}
 	if (run->cfg.kill && !run->cfg.dry_run && run->ncgroups)
 		mr_pid_watermark(&a.listed_ino);
-	if ((r = gather(run, named)))
-		return r;
-	if (!run->ntargets) {
-		finish(run);
-		return 0;
-	}
+	if ((r = gather(run, named)) || !run->ntargets)
+		goto out;
 	plan_kills(&a);
-	if (jobs > run->ntargets)
-		jobs = (unsigned int)run->ntargets;
-	budget = mr_fd_budget(run->ntargets, jobs + FD_RESERVE);
+	budget = mr_fd_budget(run->ntargets, run->threads + FD_RESERVE);
 	if (budget == 0)
 		budget = 1;
 	if (budget < run->ntargets)
 		mr_note_add(run, (struct mr_note){ .kind = MR_N_BATCHES,
 						   .n = (run->ntargets + budget - 1) / budget });
-	if ((r = mr_pool_start(&a.pool, run, jobs))) {
+	if ((r = mr_pool_ready(a.pool))) {
 		fatal(run, r, "cannot set the releasing threads' nice value or CPUs; nothing was sent");
 		goto out;
 	}
