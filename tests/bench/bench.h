@@ -1,0 +1,291 @@
+/* bench.h: mr-bench's private interface.
+ *
+ * Map of tests/bench/:
+ *   main.c      options, the list of scenarios, and main()
+ *   kids.c      children: victims, the busy loop, the munmap child; the
+ *               signals and the clean-up that runs on every exit
+ *   cgroups.c   the cgroups mr-bench makes (v2, v1 freezer, v1 memory) and
+ *               the memory meter that says when the memory is back
+ *   tools.c     running mrelease, pkill, strace and /bin/true; reading
+ *               mrelease's --json with jansson; finding a pkill with -m
+ *   methods.c   the timed ways of ending victims: SIGKILL, cgroup.kill,
+ *               mrelease, pkill -m, and the munmap limit
+ *   single.c    scenarios of one victim: idle, starved, stuck, grace, sweep
+ *   many.c      scenarios of many: cgroup, cgroup-stuck, tiny
+ *   startup.c   scenarios of mrelease's own cost: startup, protect, overhead
+ *   stats.c     rows of samples, medians, ratios, the line fit, the targets
+ *   report.c    the table on stdout and the JSON file
+ *
+ * Times are microseconds throughout (mr_now_us, CLOCK_MONOTONIC), and
+ * TIMED_OUT marks a sample that hit --timeout.
+ */
+#ifndef MR_BENCH_H
+#define MR_BENCH_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#define US_PER_MS 1000LL
+#define US_PER_S 1000000LL
+#define MIB (1UL << 20)
+#define TIMED_OUT INT64_MAX
+#define MAX_RUNS 100
+#define MAX_ROWS 12
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Exit statuses of mr-bench itself; missed targets are results, not errors. */
+enum { EXIT_DONE = 0, EXIT_USAGE = 2, EXIT_FATAL = 3, EXIT_INTERRUPTED = 130 };
+
+/* In the order they run and print. */
+enum scenario_id {
+	SC_IDLE, SC_STARVED, SC_STUCK, SC_GRACE, SC_CGROUP, SC_CGSTUCK, SC_TINY, SC_SWEEP,
+	SC_STARTUP, SC_PROTECT, SC_OVERHEAD, NSCENARIOS
+};
+
+struct bench_opts {
+	const char *mrelease;
+	const char *json;
+	const char *pkill;       /* --pkill PATH, or NULL: look in PATH */
+	long size_mib;           /* S */
+	long runs, kill_runs, overhead_runs;
+	unsigned int timeout_ms, grace_ms;
+	bool quick, size_set, runs_set, kill_runs_set, overhead_set, timeout_set, grace_set;
+	unsigned int only;       /* bit per scenario_id; 0 = all */
+};
+
+/* mrelease's own account of one run, from its --json summary; -1 where it
+ * said null. */
+struct self_report {
+	int64_t kill_us, elapsed_us, release_us; /* release_us: the slowest target */
+	int64_t exited; /* targets it found exiting by themselves: nothing to release */
+};
+
+/* One method in one scenario: what was run and what it took. */
+struct series {
+	char id[32];           /* JSON id, and the key targets look rows up by */
+	char label[48];
+	char command[256];
+	long x;                /* victims (tiny) or MiB (sweep); 0 elsewhere */
+	bool available, has_self;
+	char why[240];
+	int planned, failed, n;
+	int64_t us[MAX_RUNS];  /* or TIMED_OUT */
+	struct self_report self[MAX_RUNS];
+	char error[240];       /* the first failure */
+	char note[240];        /* the first sample that timed out after mrelease was done */
+};
+
+struct scenario {
+	const char *name;
+	bool ran, available;
+	char why[240];
+	char setup[2 * PATH_MAX + 400];
+	struct series rows[MAX_ROWS];
+	int nrows;
+};
+
+struct pkill_info {
+	bool found;
+	char path[PATH_MAX];
+	char version[128];
+	char why[400];         /* why there is none, or which were passed over */
+};
+
+struct bench {
+	struct bench_opts opt;
+	size_t bytes;          /* S in bytes */
+	int64_t timeout_us;
+	char version[128];
+	char v1_freezer[PATH_MAX], v1_memory[PATH_MAX], v2_root[PATH_MAX];
+	char load_start[64], load_end[64];
+	int64_t started;
+	struct pkill_info pkill;
+	struct scenario sc[NSCENARIOS];
+};
+
+/* ---- kids.c ---- */
+
+struct kid {
+	pid_t pid;
+	int pidfd;
+	bool hog;
+};
+
+enum kid_kind { KID_VICTIM, KID_HOG, KID_LIMIT };
+
+/* The comm of every victim: what pkill -x matches, beside -P mr-bench. */
+#define VICTIM_COMM "mrb-victim"
+
+struct spawn_spec {
+	enum kid_kind kind;
+	size_t bytes;          /* private anonymous memory to touch, in all */
+	int chunks;            /* split over this many mappings */
+	int cpu;               /* pin here once touched; -1 leaves it free */
+	bool sched_idle;       /* switch to SCHED_IDLE once touched */
+	bool ignore_term;      /* SIGTERM ignored: for --grace */
+	int njoin;             /* join these cgroups first */
+	const char *join[3];
+};
+
+void kids_init(void);
+void check_interrupt(void);
+bool poll_until(int fd, short events, int64_t deadline, bool interruptible);
+void sleep_us(int64_t us);
+int64_t setup_budget(size_t bytes);
+void spec_join(struct spawn_spec *s, const char *cgroup);
+struct kid *kid_track(pid_t pid, bool hog);
+void kid_untrack(struct kid *k);
+int kid_reap(struct kid *k);
+void start_victims(const struct spawn_spec *s, int n, struct kid **out);
+struct kid *start_victim(const struct spawn_spec *s);
+struct kid *start_hog(int cpu);
+int limit_run(const struct spawn_spec *s, int64_t extra_us, int64_t *us);
+void cleanup(void);
+
+/* ---- cgroups.c ---- */
+
+enum cg_kind { CG_V2, CG_FREEZER, CG_MEMORY };
+
+struct cgdir {
+	char path[PATH_MAX];
+	int dirfd;
+	bool used;
+	enum cg_kind kind;
+};
+
+struct cgdir *cg_create(const char *mount, enum cg_kind kind);
+void cg_thaw(struct cgdir *cg);
+int cg_freeze(struct cgdir *cg, int64_t deadline);
+void cg_remove(struct cgdir *cg);
+void cg_thaw_all(void);
+void cg_remove_all(void);
+
+/* When is the memory back?  See cgroups.c. */
+struct meter {
+	struct cgdir *cg;
+};
+
+bool cg_available(const struct bench *b, struct scenario *sc, bool freezer, bool v2);
+void meter_open(const struct bench *b, struct meter *m);
+void meter_close(struct meter *m);
+int64_t wait_memory_back(const struct meter *m, size_t bytes, int64_t deadline);
+
+/* ---- tools.c ---- */
+
+struct tool_result {
+	int status;            /* exit status; 128 + signal; -1 timed out */
+	int64_t start_us, end_us;
+	char err[240];         /* first line of its stderr */
+	char *out;             /* its stdout, when captured */
+};
+
+/* What mrelease --json said of a run. */
+struct mr_report {
+	struct self_report self;
+	long targets, released, exited, failed;
+	char error[160];       /* the first failed target's error */
+};
+
+void run_cmd(const char *const *argv, bool capture, int64_t timeout_us, struct tool_result *r);
+void run_mrelease(const struct bench *b, const char *const *args, bool capture,
+		  int64_t timeout_us, struct tool_result *r);
+int parse_report(const char *text, struct mr_report *rep, char *why, size_t len);
+void find_pkill(struct bench *b);
+
+/* ---- methods.c ---- */
+
+struct victims {
+	struct kid **v;
+	int n;
+	size_t bytes;          /* all of theirs, for the meter's 1 % */
+	const struct meter *meter;
+};
+
+void time_sigkill(const struct bench *b, const struct scenario *sc, int run,
+		  struct series *s, const struct victims *vs);
+void time_cgroup_kill(const struct bench *b, const struct scenario *sc, int run,
+		      struct series *s, const struct cgdir *cg, const struct victims *vs);
+void time_mrelease(const struct bench *b, const struct scenario *sc, int run,
+		   struct series *s, const char *const *args, const struct victims *vs);
+void time_pkill(const struct bench *b, const struct scenario *sc, int run, struct series *s,
+		const struct victims *vs);
+void time_limit(const struct bench *b, const struct scenario *sc, int run, struct series *s,
+		size_t bytes, int chunks, int cpu);
+void time_process(const struct bench *b, const struct scenario *sc, int run, struct series *s,
+		  const char *const *argv);
+const char **pid_args(const char *const *head, const struct victims *vs);
+
+/* ---- the scenarios: single.c, many.c, startup.c ---- */
+
+typedef void scenario_fn(struct bench *b, struct scenario *sc);
+scenario_fn scenario_idle, scenario_starved, scenario_stuck, scenario_grace, scenario_sweep;
+scenario_fn scenario_cgroup, scenario_cgroup_stuck, scenario_tiny;
+scenario_fn scenario_startup, scenario_protect, scenario_overhead;
+
+/* The victim counts of tiny and the sizes of sweep, full and --quick,
+ * each ended by a 0. */
+extern const long tiny_counts[], tiny_counts_quick[];
+extern const long sweep_mib[], sweep_mib_quick[];
+size_t tiny_ncounts(const struct bench *b);
+size_t sweep_nsizes(const struct bench *b);
+
+/* ---- stats.c ---- */
+
+struct stats {
+	int n;
+	int64_t min, med, max;
+};
+
+struct ratio {
+	bool valid, lower_bound; /* lower_bound: the numerator timed out */
+	double v;
+};
+
+/* T = fixed + per_target * N, least squares over the medians. */
+struct fit {
+	bool valid;
+	int points;
+	double fixed_us, per_target_us;
+};
+
+enum verdict { V_NA, V_MET, V_MISSED };
+
+struct target {
+	const char *what, *against, *goal;
+	const char *unit;      /* "x" for a ratio, "ms" for the fitted cost */
+	double value;          /* the ratio, or the cost in ms */
+	double ratio;          /* the cost against the reference, for "ms" */
+	bool valid, lower_bound;
+	enum verdict verdict;
+};
+
+#define PKILL_REFERENCE_MS 0.187 /* pkill -m's cost per target, measured elsewhere */
+#define MAX_TARGETS 8
+
+struct series *series_add(struct scenario *sc, const char *id, const char *label, int planned,
+			  const char *cmdfmt, ...) __attribute__((format(printf, 5, 6)));
+struct series *series_find(const struct scenario *sc, const char *id);
+void series_unavailable(struct series *s, const char *why);
+void record(const struct bench *b, const struct scenario *sc, int run, struct series *s,
+	    int64_t us, const struct self_report *self);
+void record_failure(const struct scenario *sc, struct series *s, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+bool series_stats(const struct series *s, struct stats *st);
+int64_t self_median(const struct series *s, size_t field_offset);
+struct ratio ratio_of(const struct bench *b, const struct series *num, const struct series *den);
+struct fit fit_rows(const struct scenario *sc, const char *prefix);
+struct fit fit_rows_field(const struct scenario *sc, const char *prefix, long field);
+int collect_targets(const struct bench *b, struct target *t);
+const char *verdict_name(enum verdict v);
+
+/* ---- report.c ---- */
+
+void fmt_ms(char *buf, size_t len, int64_t us, const struct bench *b);
+void read_load(char *buf, size_t len);
+void report_text(const struct bench *b, FILE *f);
+void report_json(const struct bench *b, const char *path);
+
+#endif

@@ -1,0 +1,396 @@
+/* kids.c: the children mr-bench starts -- victims, the busy loop, the
+ * munmap child -- and the clean-up that kills and reaps every one of them
+ * and removes every cgroup, on every exit: a normal end, err(), ^C.
+ * Children are only ever signalled through the pidfds opened when they
+ * were forked, while they are still unreaped children of mr-bench, so a
+ * signal can never reach a recycled pid. */
+#define _GNU_SOURCE
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "mrelease.h"
+#include "sys.h"
+
+/* tiny holds 512 victims at once, with a few helpers beside them. */
+#define MAX_KIDS 640
+
+/* Slots are stable, so pointers to them stay valid until reaped. */
+static struct kid kids[MAX_KIDS];
+static pid_t driver_pid;
+static volatile sig_atomic_t interrupted;
+
+void check_interrupt(void)
+{
+	if (interrupted)
+		errx(EXIT_INTERRUPTED, "interrupted; cleaning up");
+}
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	interrupted = 1;
+}
+
+/* Wait until fd polls for events or the deadline passes: true when ready.
+ * The handlers are installed without SA_RESTART, so a ^C wakes the poll;
+ * the clean-up path passes interruptible = false to finish its work. */
+bool poll_until(int fd, short events, int64_t deadline, bool interruptible)
+{
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = events };
+		int64_t left;
+		struct timespec ts;
+		int r;
+
+		if (interruptible)
+			check_interrupt();
+		left = deadline - mr_now_us();
+		if (left < 0)
+			left = 0;
+		ts.tv_sec = left / US_PER_S;
+		ts.tv_nsec = (left % US_PER_S) * 1000;
+		r = ppoll(&p, 1, &ts, NULL);
+		if (r > 0)
+			return true;
+		if (r == 0)
+			return false;
+		if (errno != EINTR)
+			err(EXIT_FATAL, "poll");
+	}
+}
+
+void sleep_us(int64_t us)
+{
+	struct timespec ts = { .tv_sec = us / US_PER_S, .tv_nsec = (us % US_PER_S) * 1000 };
+
+	check_interrupt();
+	while (nanosleep(&ts, &ts) && errno == EINTR)
+		check_interrupt();
+}
+
+/* Fresh memory is touched at a few hundred MiB/s on this kind of VM;
+ * allow 10 MiB/s plus half a minute before calling a victim stuck. */
+int64_t setup_budget(size_t bytes)
+{
+	return 30 * US_PER_S + (int64_t)(bytes / (10 * MIB)) * US_PER_S;
+}
+
+void spec_join(struct spawn_spec *s, const char *cgroup)
+{
+	if (cgroup)
+		s->join[s->njoin++] = cgroup;
+}
+
+struct kid *kid_track(pid_t pid, bool hog)
+{
+	for (int i = 0; i < MAX_KIDS; i++) {
+		struct kid *k = &kids[i];
+
+		if (k->pid)
+			continue;
+		k->pid = pid;
+		k->hog = hog;
+		k->pidfd = mr_sys_pidfd_open(pid);
+		if (k->pidfd < 0)
+			err(EXIT_FATAL, "pidfd_open %d", pid);
+		return k;
+	}
+	errx(EXIT_FATAL, "more than %d children", MAX_KIDS);
+}
+
+/* The caller has reaped it. */
+void kid_untrack(struct kid *k)
+{
+	close(k->pidfd);
+	k->pid = 0;
+	k->pidfd = -1;
+}
+
+/* SIGKILL through the pidfd, wait (bounded), reap.  Frozen victims must be
+ * thawed first.  Returns the wait status. */
+int kid_reap(struct kid *k)
+{
+	int status = 0;
+
+	if (!k || !k->pid)
+		return 0;
+	mr_sys_pidfd_send_signal(k->pidfd, SIGKILL);
+	if (!poll_until(k->pidfd, POLLIN, mr_now_us() + 20 * US_PER_S, false)) {
+		warnx("pid %d: still alive 20 s after SIGKILL; leaving it", k->pid);
+		waitpid(k->pid, &status, WNOHANG);
+	} else {
+		while (waitpid(k->pid, &status, 0) < 0 && errno == EINTR)
+			;
+	}
+	kid_untrack(k);
+	return status;
+}
+
+/* Runs on every exit of the driver, err() and ^C included: thaw the
+ * freezers, stop the busy loops (so starved victims can die), kill and
+ * reap every child, remove every cgroup. */
+void cleanup(void)
+{
+	if (getpid() != driver_pid)
+		return;
+	cg_thaw_all();
+	for (int i = 0; i < MAX_KIDS; i++)
+		if (kids[i].pid && kids[i].hog)
+			kid_reap(&kids[i]);
+	for (int i = 0; i < MAX_KIDS; i++)
+		kid_reap(&kids[i]);
+	cg_remove_all();
+}
+
+/* Enough descriptors for a pidfd per child and the pipes beside them. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	rlim_t want = 4 * MAX_KIDS;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		err(EXIT_FATAL, "getrlimit");
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want) {
+		rl.rlim_cur = want;
+		if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want)
+			rl.rlim_max = want;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			err(EXIT_FATAL, "setrlimit RLIMIT_NOFILE %lu", (unsigned long)want);
+	}
+}
+
+void kids_init(void)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	/* No SA_RESTART: a ^C must wake whatever poll() is waiting. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	driver_pid = getpid();
+	for (int i = 0; i < MAX_KIDS; i++)
+		kids[i].pidfd = -1;
+	raise_fd_limit();
+	if (atexit(cleanup))
+		errx(EXIT_FATAL, "atexit");
+}
+
+/* ---- in the child ---- */
+
+static _Noreturn void kid_fail(const char *what)
+{
+	dprintf(STDERR_FILENO, "mr-bench: child %d: %s: %s\n", getpid(), what, strerror(errno));
+	_exit(1);
+}
+
+static void kid_pin(int cpu)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	if (sched_setaffinity(0, sizeof(set), &set))
+		kid_fail("sched_setaffinity");
+}
+
+static void *kid_touch(size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	/* MAP_POPULATE faults the range in bulk, about three times faster
+	 * than a fault per page on this VM; the writes then put data in every
+	 * page, so each is a private anonymous page of our own. */
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+
+	if (p == MAP_FAILED)
+		kid_fail("mmap");
+	for (size_t off = 0; off < len; off += page)
+		p[off] = (char)(off / page) | 1;
+	return p;
+}
+
+static _Noreturn void kid_main(const struct spawn_spec *s, int report_fd, pid_t parent)
+{
+	static const char *const comm[] = {
+		[KID_VICTIM] = VICTIM_COMM, [KID_HOG] = "mrb-busy", [KID_LIMIT] = "mrb-munmap",
+	};
+	void *map[64];
+	size_t chunk = s->bytes / (size_t)s->chunks;
+
+	/* Die with the driver, whatever happens to it. */
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(1);
+	signal(SIGINT, SIG_DFL);
+	signal(SIGTERM, s->ignore_term ? SIG_IGN : SIG_DFL);
+	signal(SIGHUP, SIG_DFL);
+	prctl(PR_SET_NAME, comm[s->kind]);
+	for (int i = 0; i < s->njoin; i++)
+		if (mr_write_file(s->join[i], "cgroup.procs", "0"))
+			kid_fail("join cgroup");
+	if (s->kind == KID_HOG) {
+		if (setpriority(PRIO_PROCESS, 0, -20))
+			kid_fail("nice -20");
+		kid_pin(s->cpu);
+		if (write(report_fd, "r", 1) != 1)
+			kid_fail("report");
+		for (volatile unsigned long spin = 0;; spin++)
+			;
+	}
+	if (s->chunks < 1 || s->chunks > (int)ARRAY_LEN(map))
+		_exit(1);
+	for (int i = 0; i < s->chunks; i++)
+		map[i] = kid_touch(chunk);
+	if (s->kind == KID_LIMIT) {
+		int64_t t0, dt;
+
+		if (s->cpu >= 0)
+			kid_pin(s->cpu);
+		t0 = mr_now_us();
+		for (int i = 0; i < s->chunks; i++)
+			if (munmap(map[i], chunk))
+				kid_fail("munmap");
+		dt = mr_now_us() - t0;
+		if (write(report_fd, &dt, sizeof(dt)) != sizeof(dt))
+			kid_fail("report");
+		_exit(0);
+	}
+	if (s->sched_idle && sched_setscheduler(0, SCHED_IDLE, &(struct sched_param){ 0 }))
+		kid_fail("SCHED_IDLE");
+	if (s->cpu >= 0)
+		kid_pin(s->cpu);
+	if (write(report_fd, "r", 1) != 1)
+		kid_fail("report");
+	close(report_fd);
+	for (;;)
+		pause();
+}
+
+/* ---- in the driver ---- */
+
+static struct kid *kid_fork(const struct spawn_spec *s, int report_fd[2])
+{
+	pid_t parent = getpid(), pid = fork();
+
+	if (pid < 0)
+		err(EXIT_FATAL, "fork");
+	if (pid == 0) {
+		close(report_fd[0]);
+		kid_main(s, report_fd[1], parent);
+	}
+	return kid_track(pid, s->kind == KID_HOG);
+}
+
+/* n children of one kind, reporting ready on one pipe, a byte each; they
+ * touch their memory side by side.  A child that dies first is noticed on
+ * its pidfd within 0.1 s, not at the deadline. */
+void start_victims(const struct spawn_spec *s, int n, struct kid **out)
+{
+	int64_t deadline = mr_now_us() + setup_budget(s->bytes * (size_t)n);
+	struct pollfd *dead = calloc((size_t)n, sizeof(*dead));
+	int p[2], got = 0;
+	char buf[64];
+
+	if (!dead)
+		err(EXIT_FATAL, "malloc");
+	if (pipe2(p, O_CLOEXEC))
+		err(EXIT_FATAL, "pipe");
+	for (int i = 0; i < n; i++) {
+		out[i] = kid_fork(s, p);
+		dead[i] = (struct pollfd){ .fd = out[i]->pidfd, .events = POLLIN };
+	}
+	close(p[1]);
+	while (got < n) {
+		ssize_t r;
+
+		if (!poll_until(p[0], POLLIN, mr_now_us() + 100 * US_PER_MS, true)) {
+			if (poll(dead, (nfds_t)n, 0) > 0)
+				for (int i = 0; i < n; i++)
+					if (dead[i].revents)
+						errx(EXIT_FATAL, "child %d: died before it was ready",
+						     out[i]->pid);
+			if (mr_now_us() > deadline)
+				errx(EXIT_FATAL, "%d of %d children not ready after %lld s", n - got,
+				     n, (long long)(setup_budget(s->bytes * (size_t)n) / US_PER_S));
+			continue;
+		}
+		r = read(p[0], buf, (size_t)(n - got) < sizeof(buf) ? (size_t)(n - got) : sizeof(buf));
+		if (r == 0)
+			errx(EXIT_FATAL, "children died before they were ready");
+		if (r < 0 && errno != EINTR)
+			err(EXIT_FATAL, "read");
+		if (r > 0)
+			got += (int)r;
+	}
+	close(p[0]);
+	free(dead);
+}
+
+struct kid *start_victim(const struct spawn_spec *s)
+{
+	struct kid *k;
+
+	start_victims(s, 1, &k);
+	return k;
+}
+
+/* The nice -20 busy loop that starves a SCHED_IDLE victim on cpu. */
+struct kid *start_hog(int cpu)
+{
+	struct spawn_spec s = { .kind = KID_HOG, .chunks = 1, .cpu = cpu };
+	struct kid *k = start_victim(&s);
+
+	/* Let it settle on the CPU before the victim is woken by SIGKILL. */
+	sleep_us(100 * US_PER_MS);
+	return k;
+}
+
+/* The limit: a child touches the memory and times its own munmap() of it.
+ * 0 with *us, or -errno. */
+int limit_run(const struct spawn_spec *s, int64_t extra_us, int64_t *us)
+{
+	int64_t deadline = mr_now_us() + setup_budget(s->bytes) + extra_us;
+	size_t got = 0;
+	int p[2], e = 0;
+	struct kid *k;
+
+	if (pipe2(p, O_CLOEXEC))
+		err(EXIT_FATAL, "pipe");
+	k = kid_fork(s, p);
+	close(p[1]);
+	while (got < sizeof(*us)) {
+		ssize_t n;
+
+		if (!poll_until(p[0], POLLIN, deadline, true)) {
+			e = -ETIMEDOUT;
+			break;
+		}
+		n = read(p[0], (char *)us + got, sizeof(*us) - got);
+		if (n == 0) {
+			e = -EPIPE;
+			break;
+		}
+		if (n < 0 && errno != EINTR) {
+			e = -errno;
+			break;
+		}
+		if (n > 0)
+			got += (size_t)n;
+	}
+	close(p[0]);
+	kid_reap(k);
+	return e;
+}

@@ -1,0 +1,240 @@
+/* tools.c: running other programs -- mrelease, pkill, strace, /bin/true --
+ * and reading what they say: mrelease's --json with jansson, and which
+ * pkill offers -m (--mrelease). */
+#define _GNU_SOURCE
+#include <err.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "bench.h"
+#include "mrelease.h"
+
+#define MAX_ARGS 1024
+
+static int memfd_or_die(const char *name)
+{
+	int fd = memfd_create(name, MFD_CLOEXEC);
+
+	if (fd < 0)
+		err(EXIT_FATAL, "memfd_create");
+	return fd;
+}
+
+static char *slurp_fd(int fd)
+{
+	off_t len = lseek(fd, 0, SEEK_END);
+	char *buf = malloc(len > 0 ? (size_t)len + 1 : 1);
+
+	if (!buf)
+		err(EXIT_FATAL, "malloc");
+	if (len <= 0 || pread(fd, buf, (size_t)len, 0) != len)
+		len = 0;
+	buf[len] = '\0';
+	return buf;
+}
+
+/* fork+exec argv (argv[0] a path, or a name looked up in PATH), stdin
+ * from /dev/null, stdout to /dev/null or a memfd, stderr to a memfd; wait
+ * until it exits or the timeout passes (then kill it).  The clock runs
+ * from just before the fork to the moment its pidfd polls readable. */
+void run_cmd(const char *const *argv, bool capture, int64_t timeout_us, struct tool_result *r)
+{
+	int out, errfd, wstatus;
+	struct kid *k;
+	pid_t pid;
+	char *text;
+
+	out = capture ? memfd_or_die("mr-bench-out") : open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (out < 0)
+		err(EXIT_FATAL, "/dev/null");
+	errfd = memfd_or_die("mr-bench-err");
+	memset(r, 0, sizeof(*r));
+	r->start_us = mr_now_us();
+	pid = fork();
+	if (pid < 0)
+		err(EXIT_FATAL, "fork");
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
+			_exit(126);
+		execvp(argv[0], (char *const *)argv);
+		dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	k = kid_track(pid, false);
+	if (poll_until(k->pidfd, POLLIN, r->start_us + timeout_us, true)) {
+		r->end_us = mr_now_us();
+		while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+			;
+		kid_untrack(k);
+		r->status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
+	} else {
+		r->end_us = TIMED_OUT;
+		r->status = -1;
+		kid_reap(k);
+	}
+	text = slurp_fd(errfd);
+	text[strcspn(text, "\n")] = '\0';
+	snprintf(r->err, sizeof(r->err), "%s", text);
+	free(text);
+	r->out = capture ? slurp_fd(out) : NULL;
+	close(out);
+	close(errfd);
+}
+
+/* mrelease with args (NULL-terminated, without argv[0]). */
+void run_mrelease(const struct bench *b, const char *const *args, bool capture,
+		  int64_t timeout_us, struct tool_result *r)
+{
+	const char *argv[MAX_ARGS] = { b->opt.mrelease };
+	int n = 1;
+
+	for (int i = 0; args[i]; i++) {
+		if (n == MAX_ARGS - 1)
+			errx(EXIT_FATAL, "more than %d arguments for mrelease", MAX_ARGS - 2);
+		argv[n++] = args[i];
+	}
+	argv[n] = NULL;
+	run_cmd(argv, capture, timeout_us, r);
+}
+
+/* ---- mrelease --json ---- */
+
+/* An integer member of obj; -1 for null or absent, as mrelease writes
+ * null for what it did not measure. */
+static int64_t int_member(const json_t *obj, const char *key)
+{
+	const json_t *v = json_object_get(obj, key);
+
+	return json_is_integer(v) ? (int64_t)json_integer_value(v) : -1;
+}
+
+/* The summary's counts and times, the slowest target's release_us, and
+ * the first failed target's error.  0, or -1 with why. */
+int parse_report(const char *text, struct mr_report *rep, char *why, size_t len)
+{
+	json_error_t jerr;
+	json_t *doc = json_loads(text, 0, &jerr);
+	const json_t *summary, *targets, *t;
+	size_t i;
+
+	memset(rep, 0, sizeof(*rep));
+	if (!doc) {
+		snprintf(why, len, "mrelease --json, line %d: %s", jerr.line, jerr.text);
+		return -1;
+	}
+	summary = json_object_get(doc, "summary");
+	targets = json_object_get(doc, "targets");
+	if (!json_is_object(summary) || !json_is_array(targets)) {
+		snprintf(why, len, "mrelease --json: no \"summary\" object or \"targets\" array");
+		json_decref(doc);
+		return -1;
+	}
+	rep->self.kill_us = int_member(summary, "kill_us");
+	rep->self.elapsed_us = int_member(summary, "elapsed_us");
+	rep->self.release_us = -1;
+	rep->targets = (long)int_member(summary, "targets");
+	rep->released = (long)int_member(summary, "released");
+	rep->exited = (long)int_member(summary, "exited");
+	rep->failed = (long)int_member(summary, "failed");
+	rep->self.exited = rep->exited;
+	json_array_foreach(targets, i, t) {
+		int64_t us = int_member(t, "release_us");
+		const char *e = json_string_value(json_object_get(t, "error"));
+
+		if (us > rep->self.release_us)
+			rep->self.release_us = us;
+		if (e && !rep->error[0])
+			snprintf(rep->error, sizeof(rep->error), "pid %lld: %s",
+				 (long long)int_member(t, "pid"), e);
+	}
+	json_decref(doc);
+	return 0;
+}
+
+/* ---- pkill -m ---- */
+
+/* Whether this pkill offers -m, and its version line. */
+static bool pkill_has_mrelease(const char *path, char *version, size_t len)
+{
+	const char *help[] = { path, "--help", NULL };
+	const char *ver[] = { path, "--version", NULL };
+	struct tool_result r;
+	bool has;
+
+	run_cmd(help, true, 10 * US_PER_S, &r);
+	has = r.status == 0 && strstr(r.out, "--mrelease");
+	free(r.out);
+	run_cmd(ver, true, 10 * US_PER_S, &r);
+	if (r.out) {
+		r.out[strcspn(r.out, "\n")] = '\0';
+		snprintf(version, len, "%s", r.out);
+	}
+	free(r.out);
+	return has;
+}
+
+static void add_why(struct pkill_info *p, const char *path, const char *version)
+{
+	size_t used = strlen(p->why);
+
+	snprintf(p->why + used, sizeof(p->why) - used, "%s%s (%s) has no -m", used ? "; " : "",
+		 path, version[0] ? version : "no version");
+}
+
+/* --pkill PATH if given, else the first pkill in PATH that offers -m
+ * (procps-ng 4.0.6 and later).  Not finding one is a note, not an error. */
+void find_pkill(struct bench *b)
+{
+	struct pkill_info *p = &b->pkill;
+	char version[128] = "", *path, *save = NULL;
+	const char *env = getenv("PATH");
+
+	if (b->opt.pkill) {
+		if (access(b->opt.pkill, X_OK)) {
+			snprintf(p->why, sizeof(p->why), "--pkill %s: %s", b->opt.pkill,
+				 strerror(errno));
+			return;
+		}
+		if (pkill_has_mrelease(b->opt.pkill, version, sizeof(version))) {
+			p->found = true;
+			snprintf(p->path, sizeof(p->path), "%s", b->opt.pkill);
+			snprintf(p->version, sizeof(p->version), "%s", version);
+		} else {
+			add_why(p, b->opt.pkill, version);
+		}
+		return;
+	}
+	path = strdup(env ? env : "/usr/bin:/bin");
+	if (!path)
+		err(EXIT_FATAL, "malloc");
+	for (char *dir = strtok_r(path, ":", &save); dir; dir = strtok_r(NULL, ":", &save)) {
+		char cand[PATH_MAX];
+
+		if (!*dir || snprintf(cand, sizeof(cand), "%s/pkill", dir) >= (int)sizeof(cand) ||
+		    access(cand, X_OK))
+			continue;
+		version[0] = '\0';
+		if (pkill_has_mrelease(cand, version, sizeof(version))) {
+			p->found = true;
+			snprintf(p->path, sizeof(p->path), "%s", cand);
+			snprintf(p->version, sizeof(p->version), "%s", version);
+			break;
+		}
+		add_why(p, cand, version);
+	}
+	free(path);
+	if (!p->found && !p->why[0])
+		snprintf(p->why, sizeof(p->why), "no pkill in PATH");
+}
