@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <time.h>
@@ -156,11 +157,16 @@ static void *watermark_thread(void *arg)
  * no pidfs (before Linux 6.9), or no thread could be made. */
 int mr_pid_watermark(uint64_t *ino)
 {
+	pthread_attr_t attr;
 	pthread_t t;
 	int r;
 
 	*ino = 0;
-	if ((r = pthread_create(&t, NULL, watermark_thread, ino)))
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, PTHREAD_STACK_MIN + 16384);
+	r = pthread_create(&t, &attr, watermark_thread, ino);
+	pthread_attr_destroy(&attr);
+	if (r)
 		return -r;
 	pthread_join(t, NULL);
 	return 0;
