@@ -245,14 +245,15 @@ static const char *hierarchy(const struct mr_cgroup *cg, char *buf, size_t len)
  * dry run: it selects every process of the system. */
 static void resolve_cgroups(const struct mr_options *o, struct mr_run *run)
 {
-	char tried[4096], name[256];
+	char tried[4096], name[256], mountinfo[4096];
 	int r;
 
 	if (!o->ncgroups)
 		return;
-	if ((r = mr_cgmounts_read(&run->mounts, "/proc/self/mountinfo"))) {
+	snprintf(mountinfo, sizeof(mountinfo), "%s/self/mountinfo", run->cfg.proc);
+	if ((r = mr_cgmounts_read(&run->mounts, mountinfo))) {
 		errno = -r;
-		err(MR_EXIT_FATAL, "/proc/self/mountinfo");
+		err(MR_EXIT_FATAL, "%s", mountinfo);
 	}
 	run->cgroups = calloc(o->ncgroups, sizeof(*run->cgroups));
 	if (!run->cgroups)

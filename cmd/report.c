@@ -111,7 +111,14 @@ bool mr_target_done(const struct mr_target *t)
 	       t->status == MR_SKIPPED;
 }
 
-static const char *target_strerror(const struct mr_target *t, char *buf, size_t len)
+/* How long a stuck open or release was given: see mr_run(). */
+static unsigned int bound_s(const struct mr_run *run)
+{
+	return run->cfg.wait_ms > 1000 ? run->cfg.wait_ms / 1000 : 1;
+}
+
+static const char *target_strerror(const struct mr_run *run, const struct mr_target *t,
+				   char *buf, size_t len)
 {
 	switch (t->error) {
 	case MR_E_NONE: return t->status == MR_INTERRUPTED ? "interrupted" : NULL;
@@ -150,6 +157,19 @@ static const char *target_strerror(const struct mr_target *t, char *buf, size_t 
 		       "mrelease acts only through pidfds";
 	case MR_E_NO_PIDFS: return "pidfds have no inode of their own before Linux 6.9; "
 				   "cannot check PID:INODE";
+	case MR_E_STUCK:
+		if (t->errnum == MR_JOB_OPEN)
+			snprintf(buf, len, "opening it did not return in %u s; left behind",
+				 bound_s(run));
+		else
+			snprintf(buf, len, "%s did not return in %u s (a task holding its memory "
+				 "map's lock stuck in the kernel?); left behind",
+				 t->killed ? "killed, but its release" : "its release", bound_s(run));
+		return buf;
+	case MR_E_MEMBERSHIP:
+		snprintf(buf, len, "cannot tell whether it is still in its cgroup: %s; not killed "
+			 "through its pidfd", strerror(t->errnum));
+		return buf;
 	}
 	return "unknown error";
 }
@@ -161,7 +181,8 @@ static const char *measure_strerror(const struct mr_target *t, char *buf, size_t
 	if (!t->proc_file)
 		return NULL;
 	snprintf(buf, len, "/proc/%d/%s: %s%s", (int)t->pid, t->proc_file,
-		 strerror(t->proc_errnum),
+		 t->proc_errnum == MR_GAVE_UP ? "given up, reading it made no progress" :
+						strerror(t->proc_errnum),
 		 t->proc_errnum == ENOENT ? " (hidden by hidepid?)" : "");
 	return buf;
 }
@@ -193,7 +214,7 @@ static struct val target_value(const struct mr_run *run, const void *row, int id
 		if (text && t->status == MR_RELEASED && t->exited == 0)
 			return str("released, running");
 		return str(status_names[t->status]);
-	case T_ERROR: return str(target_strerror(t, buf, len));
+	case T_ERROR: return str(target_strerror(run, t, buf, len));
 	case T_RSS_BEFORE: return num(t->before.rss_kb);
 	case T_RSS_AFTER: return num(t->after.rss_kb);
 	case T_PSS_BEFORE: return num(t->before.pss_kb);
@@ -337,21 +358,34 @@ static void human_usec(char *buf, size_t len, int64_t us)
 		snprintf(buf, len, "%.2fs", (double)us / 1e6);
 }
 
-/* Text for one cell; control characters in names are shown as '?', so a
- * process or cgroup name cannot drive the terminal. */
+/* Control characters in a name (C0, DEL, and C1 as UTF-8 writes them)
+ * are shown as '?', so that a process or cgroup name cannot drive the
+ * terminal. */
+static char *sanitize(char *s)
+{
+	for (unsigned char *p = (unsigned char *)s; p && *p; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			*p = '?';
+		else if (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)
+			p[0] = p[1] = '?';
+	}
+	return s;
+}
+
+/* A name for a diagnostic, made safe in buf. */
+static const char *safe(const char *s, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s", s);
+	return sanitize(buf);
+}
+
+/* Text for one cell. */
 static char *cell(const struct field *f, struct val v)
 {
-	char buf[64], *s;
+	char buf[64];
 
-	if (f->type == V_STR || v.str) {
-		if (!v.str)
-			return strdup("-");
-		if ((s = strdup(v.str)))
-			for (char *p = s; *p; p++)
-				if ((unsigned char)*p < 0x20 || *p == 0x7f)
-					*p = '?';
-		return s;
-	}
+	if (f->type == V_STR || v.str)
+		return v.str ? sanitize(strdup(v.str)) : strdup("-");
 	if (v.num == MR_UNKNOWN)
 		snprintf(buf, sizeof(buf), "-");
 	else if (f->type == V_KIB)
@@ -506,9 +540,9 @@ void mr_report_json(FILE *out, const struct mr_run *run)
 
 /* ---- diagnostics ------------------------------------------------------- */
 
-static const char *cgroup_path(const struct mr_run *run, int c)
+static const char *cgroup_path(const struct mr_run *run, int c, char *buf, size_t len)
 {
-	return c >= 0 && (size_t)c < run->ncgroups ? run->cgroups[c].path : "?";
+	return safe(c >= 0 && (size_t)c < run->ncgroups ? run->cgroups[c].path : "?", buf, len);
 }
 
 static const char *const pidfd_why[] = {
@@ -521,7 +555,8 @@ static const char *const pidfd_why[] = {
 /* One note, or nothing when it is for --verbose only and that is off. */
 static void note(const struct mr_run *run, const struct mr_note *n, bool verbose)
 {
-	const char *cg = cgroup_path(run, n->cgroup);
+	char cgbuf[4200], comm[MR_COMM_LEN];
+	const char *cg = cgroup_path(run, n->cgroup, cgbuf, sizeof(cgbuf));
 
 	switch (n->kind) {
 	case MR_N_NOSYS:
@@ -569,7 +604,7 @@ static void note(const struct mr_run *run, const struct mr_note *n, bool verbose
 			warnx("cgroup %s: leaving out pid %d, a kernel thread", cg, (int)n->pid);
 		else
 			warnx("cgroup %s: leaving out pid %d (%s), an ancestor of mrelease", cg,
-			      (int)n->pid, n->comm);
+			      (int)n->pid, safe(n->comm, comm, sizeof(comm)));
 		break;
 	case MR_N_CGKILL: warnx("cgroup %s: killed with cgroup.kill", cg); break;
 	case MR_N_CGKILL_PIDFD:
@@ -581,8 +616,25 @@ static void note(const struct mr_run *run, const struct mr_note *n, bool verbose
 		      strerror(n->errnum));
 		break;
 	case MR_N_LATE_FORK:
-		warnx("cgroup %s: pid %d was forked before the kill; killing it too", cg,
-		      (int)n->pid);
+		if (n->why)
+			warnx("cgroup %s: pid %d, forked by a member after the kill began, is "
+			      "killed too", cg, (int)n->pid);
+		else
+			warnx("cgroup %s: pid %d was forked before the kill; killing it too", cg,
+			      (int)n->pid);
+		break;
+	case MR_N_REUSED:
+		warnx("cgroup %s: pid %d went to a newer process since the listing; left alone",
+		      cg, (int)n->pid);
+		break;
+	case MR_N_OUTSIDE:
+		warnx("cgroup %s: cgroup.kill also killed %zu member%s outside this pid "
+		      "namespace, not reported here", cg, n->n, n->n == 1 ? "" : "s");
+		break;
+	case MR_N_STUCK:
+		warnx("%zu target%s did not return from %s in %d s; left behind", n->n,
+		      n->n == 1 ? "" : "s", n->why == MR_JOB_OPEN ? "opening" : "their release",
+		      n->errnum);
 		break;
 	case MR_N_LATE_ARRIVAL:
 		warnx("cgroup %s: pid %d started after the kill began; left alone", cg,
@@ -592,8 +644,9 @@ static void note(const struct mr_run *run, const struct mr_note *n, bool verbose
 		warnx("cgroup %s: pid %d moved in after the listing; left alone", cg, (int)n->pid);
 		break;
 	case MR_N_NO_RESCAN:
-		warnx("cgroup %s: no pidfs (Linux before 6.9), so processes forked during the "
-		      "kill are not looked for", cg);
+		warnx("cgroup %s: no pidfs watermarks (Linux before 6.9, or no thread for them): "
+		      "of the processes forked before the kill, only children of killed members "
+		      "are found", cg);
 		break;
 	case MR_N_RESCAN_FAILED:
 		warnx("cgroup %s: cannot list it again for late forks: %s", cg,
@@ -614,7 +667,7 @@ static void note(const struct mr_run *run, const struct mr_note *n, bool verbose
  * figures could not be read, then whether anything was selected at all. */
 void mr_report_diagnostics(const struct mr_run *run, bool verbose)
 {
-	char buf[512];
+	char buf[512], msg[512];
 
 	for (size_t i = 0; i < run->nnotes; i++)
 		note(run, &run->notes[i], verbose);
@@ -622,8 +675,9 @@ void mr_report_diagnostics(const struct mr_run *run, bool verbose)
 		const struct mr_target *t = &run->targets[i];
 
 		if (t->status == MR_FAILED)
-			warnx("pid %d: %s", (int)t->pid, target_strerror(t, buf, sizeof(buf)));
-		else if (t->status == MR_RELEASED && t->exited == 0)
+			warnx("pid %d: %s", (int)t->pid,
+			      safe(target_strerror(run, t, buf, sizeof(buf)), msg, sizeof(msg)));
+		else if (t->status == MR_RELEASED && t->exited == 0 && !run->interrupted)
 			warnx("pid %d: released, but still running after the wait (stuck in the "
 			      "kernel?)", (int)t->pid);
 		else if (t->proc_file && t->status != MR_INTERRUPTED)

@@ -26,13 +26,15 @@ void mr_hold_signals(sigset_t *waitmask)
 
 	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
-	for (size_t i = 0; i < MR_NELEMS(held_signals); i++) {
-		sigaddset(&set, held_signals[i]);
-		sigaction(held_signals[i], &sa, NULL);
-	}
-	sigprocmask(SIG_BLOCK, &set, waitmask);
 	for (size_t i = 0; i < MR_NELEMS(held_signals); i++)
+		sigaddset(&set, held_signals[i]);
+	/* Blocked first: one that came between the handler and the block
+	 * would be caught, and then ignored for the whole run. */
+	sigprocmask(SIG_BLOCK, &set, waitmask);
+	for (size_t i = 0; i < MR_NELEMS(held_signals); i++) {
+		sigaction(held_signals[i], &sa, NULL);
 		sigdelset(waitmask, held_signals[i]);
+	}
 }
 
 /* After the report: die of a signal that interrupted the run, or that came

@@ -258,9 +258,16 @@ int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_c
 	snprintf(tried, triedlen, "%s", arg);
 	if (has_dotdot(arg))
 		return -EINVAL;
-	if (arg[0] == '/' && !realpath(arg, real) && (errno != ENOENT || in_mount(ms, arg)))
-		return errno == ENOENT ? -ENOENT : -errno;
-	if (arg[0] == '/' && (m = mount_of(ms, real))) {
+	if (arg[0] == '/' && !realpath(arg, real)) {
+		int e = errno;
+
+		if (e != ENOENT)
+			return -e;
+		if (in_mount(ms, arg))
+			return -ENOENT;
+		real[0] = '\0';
+	}
+	if (arg[0] == '/' && real[0] && (m = mount_of(ms, real))) {
 		/* A path in a cgroup file system, as it is. */
 	} else {
 		if ((r = under_v2(mr_cgmounts_v2(ms), arg, joined, sizeof(joined))))
@@ -345,6 +352,9 @@ int mr_cgroup_holds(const char *proc, const struct mr_cgroup *cg, pid_t pid, boo
 	snprintf(path, sizeof(path), "%s/%d/cgroup", proc, (int)pid);
 	if ((n = mr_read_file(path, buf, sizeof(buf))) < 0)
 		return (int)n;
+	/* Cut short, its line for our hierarchy may be missing. */
+	if ((size_t)n == sizeof(buf) - 1)
+		return -EFBIG;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *id = line, *list, *rel;
 
@@ -359,7 +369,7 @@ int mr_cgroup_holds(const char *proc, const struct mr_cgroup *cg, pid_t pid, boo
 	return 0;
 }
 
-static int read_procs(int dirfd, struct mr_pidlist *out)
+static int read_procs(int dirfd, struct mr_pidlist *out, size_t *outside)
 {
 	struct mr_pidspec spec = { 0 };
 	char line[32];
@@ -376,9 +386,12 @@ static int read_procs(int dirfd, struct mr_pidlist *out)
 	}
 	while (!r && fgets(line, sizeof(line), f)) {
 		line[strcspn(line, "\n")] = '\0';
-		/* A member outside our pid namespace has no pid here. */
-		if (strcmp(line, "0") == 0)
+		/* A member outside our pid namespace has no pid here; it is
+		 * counted, for cgroup.kill kills it too. */
+		if (strcmp(line, "0") == 0) {
+			(*outside)++;
 			continue;
+		}
 		r = mr_parse_pid(line, &spec.pid);
 		if (!r)
 			r = mr_pidlist_add(out, spec);
@@ -389,25 +402,31 @@ static int read_procs(int dirfd, struct mr_pidlist *out)
 	return r;
 }
 
-/* A cgroup that vanishes while we walk it has no members. */
-static int walk(int dirfd, bool recursive, struct mr_pidlist *out)
+/* A cgroup that vanishes while we walk it has no members. Every child
+ * directory is a cgroup, whatever its name: ".hidden" too. */
+static int walk(int dirfd, bool recursive, struct mr_pidlist *out, size_t *outside)
 {
 	struct dirent *d;
 	DIR *dir;
-	int r;
+	int fd, r;
 
-	r = read_procs(dirfd, out);
+	r = read_procs(dirfd, out, outside);
 	if (r == -ENOENT || r == -ENODEV)
 		return 0;
 	if (r || !recursive)
 		return r;
-	dir = fdopendir(dup(dirfd));
-	if (!dir)
+	if ((fd = dup(dirfd)) < 0)
 		return -errno;
+	if (!(dir = fdopendir(fd))) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
 	while (!r && (d = readdir(dir))) {
 		int sub;
 
-		if (d->d_type != DT_DIR || d->d_name[0] == '.')
+		if (d->d_type != DT_DIR || strcmp(d->d_name, ".") == 0 ||
+		    strcmp(d->d_name, "..") == 0)
 			continue;
 		sub = openat(dirfd, d->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (sub < 0) {
@@ -415,21 +434,23 @@ static int walk(int dirfd, bool recursive, struct mr_pidlist *out)
 				r = -errno;
 			continue;
 		}
-		r = walk(sub, true, out);
+		r = walk(sub, true, out, outside);
 		close(sub);
 	}
 	closedir(dir);
 	return r;
 }
 
-int mr_cgroup_members(const struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out)
+int mr_cgroup_members(const struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out,
+		      size_t *outside)
 {
 	int fd, r;
 
+	*outside = 0;
 	fd = open(cg->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	r = walk(fd, recursive, out);
+	r = walk(fd, recursive, out, outside);
 	close(fd);
 	return r;
 }

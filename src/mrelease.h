@@ -36,6 +36,7 @@
 #define MR_PID_MAX 4194304 /* PID_MAX_LIMIT on 64-bit kernels */
 #define MR_COMM_LEN 16     /* TASK_COMM_LEN */
 #define MR_SECONDS_MAX 86400
+#define MR_WINDOWS 20      /* kill windows: the first kill, and the rescans */
 
 enum mr_measure_mode { MR_MEASURE_SMAPS, MR_MEASURE_STATUS, MR_MEASURE_NONE };
 
@@ -67,7 +68,12 @@ enum mr_error {
 	MR_E_INODE,       /* not the pidfs inode that was asked for */
 	MR_E_NO_PIDFS,    /* an inode was given, but pidfds have none here */
 	MR_E_NO_PIDFD,    /* pidfd_open is missing */
+	MR_E_STUCK,       /* its open or release did not return in time; errnum: the job */
+	MR_E_MEMBERSHIP,  /* whether it is still in its cgroup cannot be read: errnum */
 };
+
+/* proc_errnum of figures given up because reading them made no progress. */
+#define MR_GAVE_UP (-1)
 
 struct mr_mem {
 	int64_t rss_kb, pss_kb, anon_kb, swap_kb;
@@ -95,6 +101,10 @@ struct mr_target {
 	bool killed;   /* SIGKILL sent, through its pidfd or cgroup.kill */
 	bool waiting;  /* no process_mrelease: its exit is to be waited for */
 	bool dropped;  /* a cgroup member whose pid went to another process */
+	bool named;    /* named by pid, not only found in a cgroup */
+	bool stuck;    /* its open or release never returned: left behind */
+	bool rescanned; /* found by the second listing, after the kill began */
+	pid_t ppid;    /* its parent, from /proc/PID/stat, or 0 */
 	signed char exited; /* after --wait: 1 gone, 0 still running; -1 not asked */
 };
 
@@ -111,6 +121,8 @@ struct mr_cgroup {
 	char *memory_file; /* memory.current, or v1 memory.usage_in_bytes; or NULL */
 	bool holds_protected; /* holds mrelease, pid 1 or a protected ancestor */
 	enum mr_cgkill kill;
+	bool kill_sent;    /* cgroup.kill was written */
+	size_t outside;    /* members outside our pid namespace (listed as 0) */
 	size_t members, released, failed;
 	int64_t memory_before_kb, memory_after_kb;
 };
@@ -156,10 +168,16 @@ enum mr_note_kind {
 	MR_N_CGKILL,         /* cgroup: killed with cgroup.kill */
 	MR_N_CGKILL_PIDFD,   /* cgroup, why: killed through pidfds instead */
 	MR_N_CGKILL_FAILED,  /* cgroup, errnum: cgroup.kill failed; pidfds instead */
-	MR_N_LATE_FORK,      /* pid, cgroup: forked before the kill; killed too */
+	MR_N_LATE_FORK,      /* pid, cgroup: forked before the kill, or by a killed
+			      * member (why 1); killed too */
 	MR_N_LATE_ARRIVAL,   /* pid, cgroup: came after the kill began; left alone */
 	MR_N_MOVED_IN,       /* pid, cgroup: moved in after the listing; left alone */
-	MR_N_NO_RESCAN,      /* cgroup: no pidfs, late forks cannot be told apart */
+	MR_N_NO_RESCAN,      /* cgroup: no watermarks (no pidfs, or no thread for
+			      * them): only children of killed members are found */
+	MR_N_REUSED,         /* pid, cgroup: its pid went to a newer process since
+			      * the listing; left alone */
+	MR_N_OUTSIDE,        /* cgroup, n: members outside our pid namespace,
+			      * killed by cgroup.kill, never seen */
 	MR_N_RESCAN_FAILED,  /* cgroup, errnum */
 	MR_N_BATCHES,        /* n: batches, for want of descriptors */
 	MR_N_FIGURES_STALLED,/* n: targets whose figures were given up */
@@ -168,6 +186,7 @@ enum mr_note_kind {
 	MR_N_NOSYS,          /* no process_mrelease: waited for the exits */
 	MR_N_GRACE_CUT,      /* the grace was cut short by a signal */
 	MR_N_INTERRUPTED,    /* n: targets left unfinished; why: 1 while waiting */
+	MR_N_STUCK,          /* n: targets whose open or release never returned */
 };
 
 enum mr_cgkill_why { MR_WHY_PROTECTED, MR_WHY_V1, MR_WHY_NO_RECURSIVE, MR_WHY_GRACE };
@@ -222,6 +241,16 @@ struct mr_run {
 	int64_t elapsed_us; /* from the first signal to the end, or unknown */
 	bool sent;          /* a signal or release went out: a fatal error reports */
 	bool interrupted;   /* a signal caught while waiting ended the run */
+	bool interrupted_waiting; /* ... during --wait, after the releases */
+	/* pidfs watermarks (0: none): before and after the first listing,
+	 * and the kill windows: from a listing to the end of the kill loop
+	 * that follows it (without --grace the first one opens at the first
+	 * listing). They tell a pid reused since the listing, and a late fork
+	 * from a late arrival. */
+	uint64_t listed_ino, listed_end_ino;
+	uint64_t win_lo[MR_WINDOWS], win_hi[MR_WINDOWS];
+	size_t nwin;
+	bool win_open;
 	char fatal[4200];   /* with a -errno from mr_run(): the step that failed */
 };
 
@@ -258,7 +287,7 @@ void mr_mem_unknown(struct mr_mem *mem);
 /* protect.c */
 void mr_protect_self(void);
 int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n);
-size_t mr_fd_budget(size_t want, size_t reserve);
+size_t mr_fd_budget(const char *proc, size_t want, size_t reserve);
 
 /* target.c */
 void mr_target_init(struct mr_target *t, struct mr_pidspec spec, int cgroup);
@@ -285,7 +314,8 @@ const struct mr_cgmount *mr_cgmounts_v1(const struct mr_cgmounts *ms, const char
 int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_cgroup *cg,
 		      char *tried, size_t triedlen);
 void mr_cgroup_free(struct mr_cgroup *cg);
-int mr_cgroup_members(const struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out);
+int mr_cgroup_members(const struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out,
+		      size_t *outside);
 int mr_cgroup_holds(const char *proc, const struct mr_cgroup *cg, pid_t pid, bool recursive);
 int mr_cgroup_kill(const struct mr_cgroup *cg);
 int mr_cgroup_memory_kb(const struct mr_cgroup *cg, int64_t *kb);
@@ -302,13 +332,17 @@ enum mr_job {
 struct mr_pool;
 int mr_pool_start(struct mr_pool **p, struct mr_run *run, unsigned int jobs);
 int mr_pool_ready(struct mr_pool *p);
-int mr_pool_run(struct mr_pool *p, enum mr_job job, struct mr_target **items, size_t n);
-void mr_pool_stats(const struct mr_pool *p, unsigned int *retries, bool *nosys);
+int mr_pool_run(struct mr_pool *p, enum mr_job job, struct mr_target **items, size_t n,
+		unsigned int bound_ms);
+void mr_pool_stats(struct mr_pool *p, unsigned int *retries, bool *nosys);
 void mr_pool_stop(struct mr_pool *p);
 
 /* run.c */
 void mr_run_init(struct mr_run *run, const struct mr_config *cfg);
 void mr_note_add(struct mr_run *run, struct mr_note note);
+void mr_run_open(const struct mr_run *run, struct mr_target *t);
+void mr_run_figures(const struct mr_run *run, enum mr_job job, struct mr_target *t,
+		    enum mr_measure_mode mode);
 int mr_run(struct mr_run *run, const struct mr_pidlist *named);
 void mr_run_free(struct mr_run *run);
 

@@ -208,6 +208,12 @@ int mr_pidlist_read(struct mr_pidlist *l, FILE *in, char *bad, size_t badlen)
 
 	for (;;) {
 		c = getc(in);
+		/* A NUL would end the word early and let what follows it pass. */
+		if (c == '\0') {
+			word[len] = '\0';
+			snprintf(bad, badlen, "%s\\0...", word);
+			return -EINVAL;
+		}
 		if (c != EOF && !isspace(c)) {
 			if (len == sizeof(word) - 1) {
 				word[len] = '\0';

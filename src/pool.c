@@ -1,17 +1,20 @@
 /* pool.c: the worker threads. Each applies the run's nice value and CPUs
  * to itself (both are per thread on Linux), then takes targets one at a
  * time from a shared list: to open them and read their figures, or to
- * release them. The main thread hands out the work and waits for it in
- * ppoll with the run's wait mask, so that a signal always reaches it.
+ * release them and read their figures again. The main thread hands out the
+ * work and waits for it in ppoll with the run's wait mask, so that a
+ * signal always reaches it. What a job does to one target is run.c's.
  *
  * Two calls can keep a worker in the kernel for good: reading smaps_rollup
  * and process_mrelease both take the target's mmap_lock, and a process
  * stuck while it holds that lock for writing never lets go. Neither may
  * hold up the run. A worker works on a copy of its target and writes the
- * results back only while the phase it took it from is still on. A phase
- * that makes no progress for STALL_MS gives up the figures still being
- * read (the kill matters more) and gets one more thread for the targets
- * not yet taken.
+ * results back only while the phase it took it from is still on. When no
+ * target gets anywhere for STALL_MS, the phase gives up the figures of the
+ * targets whose figures are being read (the kill matters more), and gets
+ * one more thread for the targets not yet taken. A target whose kill or
+ * release has not returned once there is nothing else left to do, and the
+ * phase's bound has passed, is marked stuck and left behind.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -39,8 +42,8 @@
 #endif
 
 /* An item is taken, acted on (opened, or released), then done (its
- * figures read). */
-enum item_state { ITEM_WAITING, ITEM_TAKEN, ITEM_ACTED, ITEM_DONE };
+ * figures read). A stalled phase gives up items that do not get there. */
+enum item_state { ITEM_WAITING, ITEM_TAKEN, ITEM_ACTED, ITEM_DONE, ITEM_GIVEN_UP };
 
 struct mr_pool {
 	struct mr_run *run; /* the workers read its cfg and cgroups only */
@@ -52,8 +55,9 @@ struct mr_pool {
 	unsigned int gen; /* a result from another phase is dropped */
 	struct mr_target **items;
 	unsigned char *state;
-	size_t n, next, acted, done, progress;
-	bool figures, quit;
+	size_t n, next, done, given_up, progress;
+	int64_t progress_us; /* when an item last got anywhere */
+	bool quit;
 	pthread_t *tids;
 	unsigned int threads, ready, busy, extra;
 	int sched_error;
@@ -61,58 +65,9 @@ struct mr_pool {
 	bool nosys;
 };
 
-/* Open a target. A cgroup member must still be one once its pidfd is open:
- * its pid may have gone to another process since the listing. */
-static void open_target(const struct mr_run *run, struct mr_target *t)
-{
-	int in;
-
-	mr_target_open(run, t);
-	if (t->cgroup < 0)
-		return;
-	/* A kernel thread in a cgroup was never asked for by number: it is
-	 * left out, as mrelease and pid 1 are, not failed. */
-	if (t->status == MR_FAILED && t->error == MR_E_KTHREAD) {
-		t->dropped = true;
-		mr_target_close(t);
-		return;
-	}
-	if (t->status == MR_FAILED && t->error == MR_E_NO_PROCESS) {
-		t->status = MR_EXITED;
-		t->error = MR_E_NONE;
-	}
-	if (t->status != MR_PENDING)
-		return;
-	in = mr_cgroup_holds(run->cfg.proc, &run->cgroups[t->cgroup], t->pid, run->cfg.recursive);
-	if (!mr_target_alive(t))
-		t->status = MR_EXITED;
-	else if (in != 1) {
-		t->dropped = true;
-		mr_target_close(t);
-	}
-}
-
-/* The figures before (once opened) or after (once released or gone). */
-static void read_figures(const struct mr_run *run, enum mr_job job, struct mr_target *t)
-{
-	int r;
-
-	if (job == MR_JOB_OPEN && t->status == MR_PENDING && !t->dropped) {
-		r = mr_measure(run->cfg.proc, run->cfg.measure, t, &t->before);
-		if (r == -ESRCH)
-			t->status = MR_EXITED;
-		else if (r && !t->proc_file) {
-			t->proc_file = run->cfg.measure == MR_MEASURE_SMAPS ? "smaps_rollup" : "status";
-			t->proc_errnum = -r;
-		}
-	} else if (job != MR_JOB_OPEN && (t->status == MR_RELEASED || t->status == MR_EXITED)) {
-		mr_measure(run->cfg.proc, run->cfg.measure, t, &t->after);
-	}
-}
-
 static bool phase_complete(const struct mr_pool *p)
 {
-	return p->done == p->n || (!p->figures && p->acted == p->n);
+	return p->done + p->given_up == p->n;
 }
 
 /* Write a result back, if its phase is still on. Called locked. */
@@ -124,11 +79,14 @@ static bool commit(struct mr_pool *p, unsigned int gen, size_t i, struct mr_targ
 			mr_target_close(tmp);
 		return false;
 	}
+	/* Given up, yet here after all: it counts as what it is now. */
+	if (p->state[i] == ITEM_GIVEN_UP)
+		p->given_up--;
 	*p->items[i] = *tmp;
 	p->state[i] = (unsigned char)st;
-	p->acted += st == ITEM_ACTED;
 	p->done += st == ITEM_DONE;
 	p->progress++;
+	p->progress_us = mr_now_us();
 	if (phase_complete(p) && p->efd >= 0)
 		eventfd_write(p->efd, 1);
 	return true;
@@ -140,20 +98,20 @@ static void work_on(struct mr_pool *p, size_t i)
 	struct mr_target tmp = *p->items[i];
 	unsigned int gen = p->gen, retries = 0;
 	enum mr_job job = p->job;
-	bool nosys = false, figures;
+	bool nosys = false, go;
 
 	p->state[i] = ITEM_TAKEN;
 	p->busy++;
 	pthread_mutex_unlock(&p->lock);
 	if (job == MR_JOB_OPEN)
-		open_target(p->run, &tmp);
+		mr_run_open(p->run, &tmp);
 	else
 		mr_target_release(&tmp, job == MR_JOB_TRY_RELEASE, &retries, &nosys);
 	pthread_mutex_lock(&p->lock);
-	figures = commit(p, gen, i, &tmp, ITEM_ACTED) && p->figures;
+	go = commit(p, gen, i, &tmp, ITEM_ACTED);
 	pthread_mutex_unlock(&p->lock);
-	if (figures)
-		read_figures(p->run, job, &tmp);
+	if (go)
+		mr_run_figures(p->run, job, &tmp, p->run->cfg.measure);
 	pthread_mutex_lock(&p->lock);
 	p->busy--;
 	p->retries += retries;
@@ -223,7 +181,7 @@ int mr_pool_start(struct mr_pool **out, struct mr_run *run, unsigned int jobs)
 	if (r || p->efd < 0)
 		mr_note_add(run, (struct mr_note){ .kind = MR_N_THREADS_SHORT, .n = p->threads,
 						  .errnum = r ? -r : errno });
-	run->threads = p->threads;
+	run->threads = p->efd >= 0 ? p->threads : 0;
 	*out = p;
 	return 0;
 }
@@ -240,44 +198,103 @@ int mr_pool_ready(struct mr_pool *p)
 		pthread_cond_wait(&p->cond, &p->lock);
 	r = p->sched_error;
 	pthread_mutex_unlock(&p->lock);
-	if (!r && !p->threads)
+	if (!r && !p->run->threads)
 		r = mr_sched_apply(&p->run->cfg.sched);
 	return r;
 }
 
-/* No thread: the main thread does it all, and cannot be interrupted. */
-static void run_inline(struct mr_pool *p)
+/* A signal let in now, between two items: -EINTR. */
+static int signalled(const struct mr_pool *p)
 {
+	struct timespec zero = { 0, 0 };
+
+	return ppoll(NULL, 0, &zero, &p->run->cfg.waitmask) < 0 && errno == EINTR ? -EINTR : 0;
+}
+
+/* No thread: the main thread does it all. It looks for a signal between
+ * items, and reads the O(1) status counters instead of smaps_rollup, whose
+ * page walk could block it for good behind a stuck mmap_lock. */
+static int run_inline(struct mr_pool *p)
+{
+	enum mr_measure_mode mode = p->run->cfg.measure;
+
+	if (mode == MR_MEASURE_SMAPS)
+		mode = MR_MEASURE_STATUS;
 	for (size_t i = 0; i < p->n; i++) {
 		struct mr_target *t = p->items[i];
 		bool nosys = false;
 
+		if (signalled(p))
+			return -EINTR;
 		if (p->job == MR_JOB_OPEN)
-			open_target(p->run, t);
+			mr_run_open(p->run, t);
 		else
 			mr_target_release(t, p->job == MR_JOB_TRY_RELEASE, &p->retries, &nosys);
 		p->nosys |= nosys;
-		read_figures(p->run, p->job, t);
+		mr_run_figures(p->run, p->job, t, mode);
+	}
+	return 0;
+}
+
+/* No item got anywhere for STALL_MS. Called locked. */
+static void stall(struct mr_pool *p, int64_t bound_us)
+{
+	size_t figures = 0;
+
+	/* The figures being read are given up; the run goes on without. */
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->state[i] == ITEM_ACTED) {
+			p->state[i] = ITEM_GIVEN_UP;
+			p->given_up++;
+			figures++;
+		}
+	}
+	if (figures)
+		mr_note_add(p->run, (struct mr_note){ .kind = MR_N_FIGURES_STALLED, .n = figures });
+	/* The targets not taken yet get another thread. */
+	if (p->next < p->n && p->extra < MAX_EXTRA && start_thread(p) == 0) {
+		p->extra++;
+		mr_note_add(p->run, (struct mr_note){ .kind = MR_N_STALLED, .n = 1 });
+	}
+	/* With nothing left to take, an act that has not returned within the
+	 * bound is left behind: it may never return. */
+	if (p->next < p->n || mr_now_us() - p->progress_us < bound_us)
+		return;
+	for (size_t i = 0; i < p->n; i++) {
+		if (p->state[i] == ITEM_TAKEN) {
+			p->state[i] = ITEM_GIVEN_UP;
+			p->given_up++;
+			p->items[i]->stuck = true;
+		}
 	}
 }
 
-/* End the phase with items unfinished: their results are no longer taken,
- * and those not done were interrupted. Called locked. */
-static void abandon(struct mr_pool *p)
+/* The phase is over: late results are dropped from now on, and the targets
+ * whose figures were given up say so. Called locked. */
+static void close_phase(struct mr_pool *p)
 {
 	p->gen++;
-	for (size_t i = 0; i < p->n; i++)
-		if (p->state[i] != ITEM_DONE && p->items[i]->status == MR_PENDING)
-			p->items[i]->status = MR_INTERRUPTED;
+	for (size_t i = 0; i < p->n; i++) {
+		struct mr_target *t = p->items[i];
+
+		if (p->state[i] == ITEM_GIVEN_UP && !t->stuck && !t->proc_file) {
+			t->proc_file = p->run->cfg.measure == MR_MEASURE_STATUS ? "status" :
+										  "smaps_rollup";
+			t->proc_errnum = MR_GAVE_UP;
+		}
+	}
 	p->n = p->next = 0;
 }
 
-/* Run one phase over n targets and wait for it: 0, or -EINTR when a signal
- * ended the wait (the unfinished targets are then MR_INTERRUPTED). */
-int mr_pool_run(struct mr_pool *p, enum mr_job job, struct mr_target **items, size_t n)
+/* Run one phase over n targets and wait for it. Returns 0, or -EINTR when
+ * a signal ended the wait: then the targets not acted on are as they were.
+ * A target whose act has not returned bound_ms after the last progress,
+ * with nothing else left to do, is marked stuck. */
+int mr_pool_run(struct mr_pool *p, enum mr_job job, struct mr_target **items, size_t n,
+		unsigned int bound_ms)
 {
 	struct pollfd pfd = { .fd = p->efd, .events = POLLIN };
-	size_t seen;
+	int64_t bound_us = (int64_t)bound_ms * 1000;
 	eventfd_t v;
 	int r = 0;
 
@@ -291,52 +308,48 @@ int mr_pool_run(struct mr_pool *p, enum mr_job job, struct mr_target **items, si
 	p->job = job;
 	p->items = items;
 	p->n = n;
-	p->next = p->acted = p->done = 0;
-	p->figures = true;
+	p->next = p->done = p->given_up = 0;
+	p->progress_us = mr_now_us();
 	p->gen++;
-	if (!p->threads || p->efd < 0) {
+	if (!p->run->threads) {
 		pthread_mutex_unlock(&p->lock);
-		run_inline(p);
-		return 0;
+		r = run_inline(p);
+		pthread_mutex_lock(&p->lock);
+		close_phase(p);
+		pthread_mutex_unlock(&p->lock);
+		return r;
 	}
+	/* A completion left over from the phase before is no news. */
+	eventfd_read(p->efd, &v);
 	pthread_cond_broadcast(&p->cond);
 	while (!phase_complete(p)) {
 		struct timespec ts = { STALL_MS / 1000, (STALL_MS % 1000) * 1000000L };
+		size_t seen = p->progress;
+		int e;
 
-		seen = p->progress;
 		pthread_mutex_unlock(&p->lock);
-		r = ppoll(&pfd, 1, &ts, &p->run->cfg.waitmask);
-		if (r > 0)
+		e = ppoll(&pfd, 1, &ts, &p->run->cfg.waitmask);
+		if (e > 0)
 			eventfd_read(p->efd, &v);
-		r = r < 0 ? -errno : 0;
+		r = e < 0 ? -errno : 0;
 		pthread_mutex_lock(&p->lock);
-		if (r == -EINTR) {
-			abandon(p);
+		if (r == -EINTR)
 			break;
-		}
-		if (phase_complete(p) || p->progress != seen)
-			continue;
-		/* Stalled: a worker is stuck on a target's mmap_lock. */
-		if (p->figures && p->acted > p->done) {
-			p->figures = false;
-			mr_note_add(p->run, (struct mr_note){ .kind = MR_N_FIGURES_STALLED,
-							     .n = p->acted - p->done });
-		}
-		if (p->next < p->n && p->extra < MAX_EXTRA && start_thread(p) == 0) {
-			p->extra++;
-			mr_note_add(p->run, (struct mr_note){ .kind = MR_N_STALLED, .n = 1 });
-		}
+		r = 0;
+		if (e == 0 && !phase_complete(p) && p->progress == seen)
+			stall(p, bound_us);
 	}
-	if (!r)
-		p->gen++; /* the phase is over: late results are dropped */
+	close_phase(p);
 	pthread_mutex_unlock(&p->lock);
 	return r;
 }
 
-void mr_pool_stats(const struct mr_pool *p, unsigned int *retries, bool *nosys)
+void mr_pool_stats(struct mr_pool *p, unsigned int *retries, bool *nosys)
 {
+	pthread_mutex_lock(&p->lock);
 	*retries = p->retries;
 	*nosys = p->nosys;
+	pthread_mutex_unlock(&p->lock);
 }
 
 /* Let the workers go. One still stuck in the kernel cannot be waited for:

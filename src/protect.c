@@ -19,6 +19,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -45,8 +47,10 @@ void mr_protect_self(void)
 }
 
 /* The parent chain, parent first, without pid 1 (refused anyway) and
- * without mrelease. It ends where /proc says no more: at a parent outside
- * our pid namespace (ppid 0), or one we may not see. */
+ * without mrelease. It ends at a parent outside our pid namespace (ppid 0),
+ * one that is gone, or one we may not see (hidepid: then we may not signal
+ * it either). Any other failure to read it is an error: a chain cut short
+ * would leave the rest of it unprotected. */
 int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n)
 {
 	pid_t pid = getppid();
@@ -58,6 +62,7 @@ int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n)
 		unsigned long flags;
 		pid_t ppid;
 		char state;
+		int r;
 
 		a = reallocarray(*out, *n + 1, sizeof(**out));
 		if (!a)
@@ -65,17 +70,24 @@ int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n)
 		*out = a;
 		a = &a[*n];
 		a->pid = pid;
-		if (mr_proc_stat(proc, pid, a->comm, &state, &ppid, &flags))
+		r = mr_proc_stat(proc, pid, a->comm, &state, &ppid, &flags);
+		if (r == -ENOENT || r == -ESRCH || r == -EACCES)
 			break;
+		if (r)
+			return r;
 		(*n)++;
 		pid = ppid;
 	}
 	return 0;
 }
 
-static size_t open_fds(void)
+static size_t open_fds(const char *proc)
 {
-	DIR *d = opendir("/proc/self/fd");
+	char path[PATH_MAX];
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/self/fd", proc);
+	d = opendir(path);
 	size_t n = 0;
 
 	if (!d)
@@ -91,9 +103,9 @@ static size_t open_fds(void)
  * for the files it reads meanwhile. The soft limit is raised as far as
  * needed, and the hard one too where that is permitted (CAP_SYS_RESOURCE);
  * what is still short is made up by working in batches. */
-size_t mr_fd_budget(size_t want, size_t reserve)
+size_t mr_fd_budget(const char *proc, size_t want, size_t reserve)
 {
-	size_t used = open_fds(), need = want + reserve + used;
+	size_t used = open_fds(proc), need = want + reserve + used;
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl))

@@ -180,7 +180,6 @@ int mr_target_open(const struct mr_run *run, struct mr_target *t)
 {
 	unsigned long flags;
 	char state;
-	pid_t ppid;
 	int r;
 
 	if (refused(run, t))
@@ -189,7 +188,7 @@ int mr_target_open(const struct mr_run *run, struct mr_target *t)
 		return r;
 	/* What /proc says belongs to the pidfd's process only if that process
 	 * is still there after we read it; the pidfd alone says it is gone. */
-	r = mr_proc_stat(run->cfg.proc, t->pid, t->comm, &state, &ppid, &flags);
+	r = mr_proc_stat(run->cfg.proc, t->pid, t->comm, &state, &t->ppid, &flags);
 	if (!mr_target_alive(t)) {
 		t->status = MR_EXITED;
 		return -ESRCH;

@@ -261,6 +261,18 @@ v1_release() {
 	assert_equal "$(json_get '.cgroups[0].path')" "$cg"
 }
 
+@test "a control character in a cgroup name never reaches the terminal raw" {
+	need_v2
+	local cg
+	make_cgroup "$V2"
+	cg=$CG/csi$'\xc2\x9b'2J-$'\x1b'
+	mkdir "$cg"
+	TEST_CGROUPS+=("$cg")
+	run -1 --separate-stderr "$MRELEASE" --dry-run --cgroup "$cg"
+	assert_line --regexp "^$CG/csi\\?\\?2J-\\? +0 "
+	[[ $output != *$'\x9b'* && $output != *$'\x1b'* ]] || fail "raw control bytes in the table"
+}
+
 @test "the CGROUP column stays aligned with a long cgroup path" {
 	need_v2
 	local cg long

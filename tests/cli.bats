@@ -64,6 +64,11 @@ bad_cases=(
 	kill -0 "$VPID"
 }
 
+@test "a NUL byte on standard input is refused, not taken as the end of a pid" {
+	run -2 --separate-stderr bash -c 'printf "1\0009999999" | "$0" --dry-run -' "$MRELEASE"
+	assert_equal "$stderr" "mrelease: standard input: '1\\0...': not a valid pid (1..4194304, or PID:INODE)"
+}
+
 @test "standard input is bounded: a word, and the number of pids" {
 	run -2 --separate-stderr bash -c 'yes 5 | head -n 4194305 | "$0" --kill -' "$MRELEASE"
 	assert_equal "$stderr" "mrelease: standard input: more than 4194304 pids"

@@ -388,10 +388,11 @@ in_pids_cgroup() {
 	need_strace
 	start_victim -m 8
 	freeze_victim "$VPID"
-	# One thread only (strace and mrelease), so the release runs on the
-	# main thread and the first ppoll is --wait's: it fails.
+	# No thread (strace and mrelease fill pids.max), so the release runs
+	# on the main thread, whose only waits are polls for signals (a failed
+	# one is no signal) and --wait's: that one fails.
 	ASAN_OPTIONS=detect_leaks=0 in_pids_cgroup 2 strace -o /dev/null -e trace=ppoll \
-		-e inject=ppoll:error=ENOMEM:when=1 "$MRELEASE" --kill --wait 5 --json "$VPID"
+		-e inject=ppoll:error=ENOMEM:when=1+ "$MRELEASE" --kill --wait 5 --json "$VPID"
 	assert_equal "$status" 3
 	assert_regex "$stderr" "mrelease: waiting for the targets to exit: Cannot allocate memory; reported what was done"
 	assert_equal "$(json_get '.targets[0].status')" released
@@ -428,12 +429,14 @@ in_pids_cgroup() {
 
 # --- 10. Ctrl-C always ends a run --------------------------------------------
 
-@test "SIGINT while a release does not return: the report comes at once, marked interrupted" {
+@test "SIGINT while releases do not return: the report comes at once, every target interrupted" {
 	need_strace
 	start_victim -m 8
-	freeze_victim "$VPID"
+	local a=$VPID
+	start_victim -m 8
+	freeze_victim "$a" "$VPID"
 	start_traced "$BATS_TEST_TMPDIR/log" -e trace=process_mrelease \
-		-e inject=process_mrelease:delay_enter=30000000 -- --kill --json "$VPID"
+		-e inject=process_mrelease:delay_enter=30000000 -- --kill --jobs 1 --json "$a" "$VPID"
 	wait_until 200 grep -q process_mrelease "$BATS_TEST_TMPDIR/log"
 	kill -INT "$MR_PID"
 	# strace holds the stuck thread until its delay ends; the report and
@@ -441,23 +444,190 @@ in_pids_cgroup() {
 	wait_until 40 report_done || fail "no report 2 s after SIGINT"
 	# (strace may add lines of its own.)
 	assert_equal "$(grep -v '^strace:' "$BATS_TEST_TMPDIR/err")" \
-		"mrelease: interrupted with 1 target unfinished; reporting what was done"
+		"mrelease: interrupted with 2 targets unfinished; reporting what was done"
 	output=$(cat "$BATS_TEST_TMPDIR/out")
-	assert_equal "$(json_get '.targets[0].status')" interrupted
-	assert_equal "$(json_get '.summary.interrupted')" 1
+	assert_equal "$(json_get '[.targets[].status] | unique | join(",")')" interrupted
+	assert_equal "$(json_get '.summary.interrupted')" 2
 }
 
-@test "a reading that never returns does not hold up the kill" {
+@test "a release that never returns is left behind after the wait's bound, failed" {
 	need_strace
 	start_victim -m 8
 	freeze_victim "$VPID"
-	# Every read of the victim's smaps_rollup hangs for 30 s.
+	start_traced "$BATS_TEST_TMPDIR/log" -e trace=process_mrelease \
+		-e inject=process_mrelease:delay_enter=30000000 -- --kill --wait 1 --json "$VPID"
+	wait_until 100 report_done || fail "no report within 5 s: $(cat "$BATS_TEST_TMPDIR/err")"
+	assert_regex "$(grep -v '^strace:' "$BATS_TEST_TMPDIR/err")" \
+		"^mrelease: pid $VPID: killed, but its release did not return in 1 s .*; left behind\$"
+	output=$(cat "$BATS_TEST_TMPDIR/out")
+	assert_equal "$(json_get '.targets[0].status')" failed
+	sigkill_pending "$VPID"
+}
+
+@test "with no thread, SIGINT is let in between two releases" {
+	need_strace
+	local pids=() i
+	for i in 1 2 3; do
+		start_victim -m 4
+		pids+=("$VPID")
+	done
+	freeze_victim "${pids[@]}"
+	# strace and mrelease fill pids.max: no worker thread. Each release
+	# takes 1.5 s; SIGINT in the first ends the run after it.
+	local mnt
+	mnt=$(cgroup_v1_mount pids)
+	[ -n "$mnt" ] || skip "needs the cgroup v1 pids controller"
+	make_cgroup "$mnt"
+	echo 2 >"$CG/pids.max"
+	ASAN_OPTIONS=detect_leaks=0 bash -c 'echo $$ >"$0/cgroup.procs" && exec strace -f -o "$2" \
+		-e trace=process_mrelease -e inject=process_mrelease:delay_enter=1500000 "$3" --kill \
+		--json "${@:4}" >"$1/out" 2>"$1/err"' "$CG" "$BATS_TEST_TMPDIR" "$BATS_TEST_TMPDIR/log" \
+		"$MRELEASE" "${pids[@]}" &
+	STRACE_PID=$!
+	wait_until 200 grep -q process_mrelease "$BATS_TEST_TMPDIR/log"
+	kill -INT "$(pgrep -P "$STRACE_PID")"
+	wait_until 80 report_done || fail "no report 4 s after SIGINT"
+	output=$(cat "$BATS_TEST_TMPDIR/out")
+	assert_equal "$(json_get '.summary.released')" 1
+	assert_equal "$(json_get '.summary.interrupted')" 2
+}
+
+@test "a reading that never returns does not hold up the kill, nor others' figures" {
+	need_strace
+	start_victim -m 8
+	local other=$VPID
+	start_victim -m 8
+	freeze_victim "$other" "$VPID"
+	# Every read of one victim's smaps_rollup hangs for 30 s.
 	start_traced "$BATS_TEST_TMPDIR/log" -P "/proc/$VPID/smaps_rollup" -e trace=openat \
-		-e inject=openat:delay_enter=30000000 -- --kill --json "$VPID"
+		-e inject=openat:delay_enter=30000000 -- --kill --json "$VPID" "$other"
 	wait_until 100 report_done || fail "no report within 5 s: $(cat "$BATS_TEST_TMPDIR/err")"
 	assert_regex "$(cat "$BATS_TEST_TMPDIR/err")" "gave up the figures of 1 target"
+	assert_regex "$(cat "$BATS_TEST_TMPDIR/err")" \
+		"pid $VPID: no memory figures: /proc/$VPID/smaps_rollup: given up, reading it made no progress"
 	output=$(cat "$BATS_TEST_TMPDIR/out")
-	assert_equal "$(json_get '.targets[0].status')" released
-	assert_equal "$(json_get '.targets[0].rss_before_kb')" null
+	assert_equal "$(json_get ".targets[] | select(.pid == $VPID) | .status")" released
+	assert_equal "$(json_get ".targets[] | select(.pid == $VPID) | .rss_before_kb")" null
+	[ "$(json_get ".targets[] | select(.pid == $other) | .rss_before_kb")" -gt 7000 ]
 	[ "$(rss_kb "$VPID")" -lt 1024 ]
+	[ "$(rss_kb "$other")" -lt 1024 ]
+}
+
+# --- found in review ---------------------------------------------------------
+
+@test "a child cgroup named .hidden is listed: a shell inside it is left out, not killed" {
+	need_v2
+	local cg
+	make_cgroup "$V2"
+	cg=$CG
+	mkdir "$cg/.hidden"
+	TEST_CGROUPS+=("$cg/.hidden")
+	start_victim -m 4
+	join "$cg" "$VPID"
+	run -0 --separate-stderr timeout 30 bash -c 'echo $$ >"$1/.hidden/cgroup.procs" &&
+		"$2" --kill --verbose --json --cgroup "$1"; echo "rc=$? shell alive" >&2' \
+		bash "$cg" "$MRELEASE"
+	assert_regex "$stderr" "rc=0 shell alive"
+	assert_regex "$stderr" "leaving out pid [0-9]+, mrelease itself"
+	assert_equal "$(json_get '.cgroups[0].kill')" pidfd
+	assert_regex "$(json_get '.targets[0].status')" '^(released|exited)$'
+}
+
+@test "short of descriptors, cgroup.kill still goes out when the first batch has nothing to kill" {
+	need_v2
+	local cg
+	make_cgroup "$V2"
+	cg=$CG
+	# pid 1 is named (and refused): it runs in a pid namespace of its own.
+	run --separate-stderr in_pidns '
+		"$2" -m 4 -r "$3/v" </dev/null >/dev/null & v=$!
+		while [ ! -s "$3/v" ]; do sleep 0.05; done
+		echo $v >'"$cg"'/cgroup.procs
+		prlimit --nofile=13:13 "$1" --kill --jobs 1 --verbose --json --cgroup '"$cg"' 1
+		echo "rc=$?"
+		for i in $(seq 100); do kill -0 $v 2>/dev/null || break; sleep 0.05; done
+		kill -0 $v 2>/dev/null && echo "victim alive"; true'
+	assert_regex "$stderr" "working in 2 batches"
+	assert_regex "$stderr" "cgroup $cg: killed with cgroup.kill"
+	assert_line "rc=64"
+	refute_line "victim alive"
+}
+
+@test "--grace with pidfds: a child a member forks during the grace is killed, a newcomer lives" {
+	need_v2
+	need_strace
+	local cg member newcomer child
+	make_cgroup "$V2"
+	cg=$CG
+	# A member that, on SIGTERM, starts a child and goes on.
+	bash -c 'trap "sleep 1000 & echo \$! >"$0/child"" TERM; echo $$ >"$0/member"
+		while :; do sleep 0.05; done' "$BATS_TEST_TMPDIR" </dev/null >/dev/null 2>&1 3>&- &
+	member=$!
+	VICTIMS+=("$member")
+	wait_until 100 test -s "$BATS_TEST_TMPDIR/member"
+	join "$cg" "$member"
+	"$MRELEASE" --kill --grace 1.5 --verbose --json --cgroup "$cg" \
+		>"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
+	local mr=$!
+	wait_until 100 test -s "$BATS_TEST_TMPDIR/child" || fail "the member did not fork"
+	child=$(cat "$BATS_TEST_TMPDIR/child")
+	# During the grace, a process that is no member's child joins.
+	sleep 1000 </dev/null >/dev/null 2>&1 3>&- &
+	newcomer=$!
+	join "$cg" "$newcomer"
+	wait "$mr" || true
+	local err
+	err=$(cat "$BATS_TEST_TMPDIR/err")
+	wait_until 100 bash -c "! kill -0 $child 2>/dev/null" || fail "the member's child lives: $err"
+	kill -0 "$newcomer" || fail "the newcomer was killed: $err"
+	kill -9 "$newcomer"
+	assert_regex "$err" "pid $child, forked by a member after the kill began, is killed too"
+	assert_regex "$err" "pid $newcomer started after the kill began; left alone"
+}
+
+@test "SIGINT while trying releases in the grace still goes on to the kill" {
+	need_strace
+	start_victim -m 8 -T
+	start_traced "$BATS_TEST_TMPDIR/log" -e trace=process_mrelease \
+		-e inject=process_mrelease:delay_enter=1500000 -- --kill --grace 60 --jobs 1 --json "$VPID"
+	wait_until 200 grep -q process_mrelease "$BATS_TEST_TMPDIR/log"
+	kill -INT "$MR_PID"
+	wait "$STRACE_PID" || true
+	STRACE_PID=
+	assert_regex "$(cat "$BATS_TEST_TMPDIR/err")" "the grace was cut short by a signal; killing now"
+	output=$(cat "$BATS_TEST_TMPDIR/out")
+	json_get '.summary.kill_us != null' >/dev/null
+	wait_until 100 bash -c "! kill -0 $VPID 2>/dev/null" || fail "the victim lives"
+}
+
+@test "a member whose cgroup cannot be read is failed and said, never dropped or killed" {
+	need_v2
+	need_strace
+	local cg
+	make_cgroup "$V2"
+	cg=$CG
+	start_victim -m 4
+	join "$cg" "$VPID"
+	ASAN_OPTIONS=detect_leaks=0 run -1 --separate-stderr strace -o /dev/null -f \
+		-P "/proc/$VPID/cgroup" -e trace=openat -e inject=openat:error=ENOMEM \
+		"$MRELEASE" --kill --no-recursive --json --cgroup "$cg"
+	assert_regex "$stderr" "mrelease: pid $VPID: cannot tell whether it is still in its cgroup: Cannot allocate memory; not killed through its pidfd"
+	assert_equal "$(json_get '.targets[0].status')" failed
+	kill -0 "$VPID"
+}
+
+@test "a pid both named and found in a cgroup keeps the PID:INODE it was named by" {
+	need_v2
+	local cg ino
+	make_cgroup "$V2"
+	cg=$CG
+	start_victim -m 4
+	join "$cg" "$VPID"
+	run -0 --separate-stderr "$MRELEASE" --dry-run --json "$VPID"
+	ino=$(json_get '.targets[0].pidfd_inode')
+	[ "$ino" != null ] || skip "pidfds have no inode of their own before Linux 6.9"
+	run -1 --separate-stderr "$MRELEASE" --kill --json --cgroup "$cg" "$VPID:$((ino + 1))"
+	assert_regex "$stderr" "pid $VPID: not the process with pidfs inode $((ino + 1))"
+	assert_equal "$(json_get '.targets[0].cgroup')" "$cg"
+	kill -0 "$VPID"
 }
