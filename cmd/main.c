@@ -78,10 +78,10 @@ static void parse_pid_arg(struct argp_state *state, struct mr_options *o, const 
 		o->read_stdin = true;
 		return;
 	}
-	if (mr_parse_pidspec(arg, &spec) && isalpha((unsigned char)arg[0]))
+	if ((r = mr_parse_pidspec(arg, &spec)) && isalpha((unsigned char)arg[0]))
 		argp_error(state, "'%s': not a valid pid; to select processes by name, use: "
 			   "pgrep %s | mrelease%s -", arg, arg, o->cfg.kill ? " --kill" : "");
-	if (mr_parse_pidspec(arg, &spec))
+	if (r)
 		argp_error(state, "'%s': not a valid pid (1..%d, or PID:INODE)", arg, MR_PID_MAX);
 	r = mr_pidlist_add(&o->pids, spec);
 	if (r == -E2BIG)

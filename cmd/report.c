@@ -111,12 +111,6 @@ bool mr_target_done(const struct mr_target *t)
 	       t->status == MR_SKIPPED;
 }
 
-/* How long a stuck open or release was given: see mr_run(). */
-static unsigned int bound_s(const struct mr_run *run)
-{
-	return run->cfg.wait_ms > 1000 ? run->cfg.wait_ms / 1000 : 1;
-}
-
 static const char *target_strerror(const struct mr_run *run, const struct mr_target *t,
 				   char *buf, size_t len)
 {
@@ -160,11 +154,11 @@ static const char *target_strerror(const struct mr_run *run, const struct mr_tar
 	case MR_E_STUCK:
 		if (t->errnum == MR_JOB_OPEN)
 			snprintf(buf, len, "opening it did not return in %u s; left behind",
-				 bound_s(run));
+				 run->bound_ms / 1000);
 		else
 			snprintf(buf, len, "%s did not return in %u s (a task holding its memory "
 				 "map's lock stuck in the kernel?); left behind",
-				 t->killed ? "killed, but its release" : "its release", bound_s(run));
+				 t->killed ? "killed, but its release" : "its release", run->bound_ms / 1000);
 		return buf;
 	case MR_E_MEMBERSHIP:
 		snprintf(buf, len, "cannot tell whether it is still in its cgroup: %s; not killed "
@@ -632,9 +626,9 @@ static void note(const struct mr_run *run, const struct mr_note *n, bool verbose
 		      "namespace, not reported here", cg, n->n, n->n == 1 ? "" : "s");
 		break;
 	case MR_N_STUCK:
-		warnx("%zu target%s did not return from %s in %d s; left behind", n->n,
+		warnx("%zu target%s did not return from %s in %u s; left behind", n->n,
 		      n->n == 1 ? "" : "s", n->why == MR_JOB_OPEN ? "opening" : "their release",
-		      n->errnum);
+		      run->bound_ms / 1000);
 		break;
 	case MR_N_LATE_ARRIVAL:
 		warnx("cgroup %s: pid %d started after the kill began; left alone", cg,

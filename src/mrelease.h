@@ -186,7 +186,8 @@ enum mr_note_kind {
 	MR_N_NOSYS,          /* no process_mrelease: waited for the exits */
 	MR_N_GRACE_CUT,      /* the grace was cut short by a signal */
 	MR_N_INTERRUPTED,    /* n: targets left unfinished; why: 1 while waiting */
-	MR_N_STUCK,          /* n: targets whose open or release never returned */
+	MR_N_STUCK,          /* n: targets whose open or release never returned;
+			      * why: the job */
 };
 
 enum mr_cgkill_why { MR_WHY_PROTECTED, MR_WHY_V1, MR_WHY_NO_RECURSIVE, MR_WHY_GRACE };
@@ -238,6 +239,7 @@ struct mr_run {
 	unsigned int threads;
 	int64_t mem_available_before_kb, mem_available_after_kb;
 	int64_t kill_us;    /* from cfg.start_us to the last SIGKILL, or unknown */
+	unsigned int bound_ms; /* how long a stuck open or release is given */
 	int64_t elapsed_us; /* from the first signal to the end, or unknown */
 	bool sent;          /* a signal or release went out: a fatal error reports */
 	bool interrupted;   /* a signal caught while waiting ended the run */

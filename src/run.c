@@ -58,7 +58,6 @@ struct act {
 	struct mr_run *run;
 	struct mr_pool *pool;
 	int64_t act_start;     /* the first signal or release */
-	unsigned int bound_ms; /* see BOUND_MIN_MS */
 	bool late_forks;       /* some cgroup is killed through pidfds */
 	bool batched;          /* short of descriptors: no second listing */
 };
@@ -317,15 +316,32 @@ static void plan_kills(struct act *a)
 
 /* ---- acting ------------------------------------------------------------ */
 
-/* The targets of t[0..n) still to be acted on; stuck ones (whose release
- * never returned) are not tried again. */
-static size_t pending(struct mr_target *t, size_t n, struct mr_target **items)
+/* Still to be acted on. A stuck target (its release never returned) is not
+ * tried again, but is still killed: stuck_too. */
+static bool to_act(const struct mr_target *t, bool stuck_too)
+{
+	return t->status == MR_PENDING && !t->dropped && (stuck_too || !t->stuck);
+}
+
+/* The targets of t[0..n) still to be acted on, into items. */
+static size_t pending(struct mr_target *t, size_t n, struct mr_target **items, bool stuck_too)
 {
 	size_t k = 0;
 
 	for (size_t i = 0; i < n; i++)
-		if (t[i].status == MR_PENDING && !t[i].dropped && !t[i].stuck)
+		if (to_act(&t[i], stuck_too))
 			items[k++] = &t[i];
+	return k;
+}
+
+/* Keep in items[0..n) those still to be acted on; their number. */
+static size_t keep_pending(struct mr_target **items, size_t n, bool stuck_too)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (to_act(items[i], stuck_too))
+			items[k++] = items[i];
 	return k;
 }
 
@@ -351,7 +367,7 @@ static int phase(struct act *a, enum mr_job job, struct mr_target **items, size_
 
 	if (job == MR_JOB_RELEASE)
 		qsort(items, n, sizeof(*items), by_rss_desc);
-	r = mr_pool_run(a->pool, job, items, n, a->bound_ms);
+	r = mr_pool_run(a->pool, job, items, n, run->bound_ms);
 	for (size_t i = 0; i < n; i++) {
 		if (!items[i]->stuck || items[i]->status != MR_PENDING)
 			continue;
@@ -361,8 +377,7 @@ static int phase(struct act *a, enum mr_job job, struct mr_target **items, size_
 			mr_target_fail(items[i], MR_E_STUCK, (int)job);
 	}
 	if (stuck)
-		mr_note_add(run, (struct mr_note){ .kind = MR_N_STUCK, .n = stuck, .why = (int)job,
-						   .errnum = (int)(a->bound_ms / 1000) });
+		mr_note_add(run, (struct mr_note){ .kind = MR_N_STUCK, .n = stuck, .why = (int)job });
 	if (r == -EINTR && job == MR_JOB_TRY_RELEASE)
 		return r;
 	if (r == -EINTR) {
@@ -420,14 +435,12 @@ static void begin(struct act *a)
 static int grace(struct act *a, struct mr_target **items, size_t n)
 {
 	struct mr_run *run = a->run;
-	size_t k = 0, left;
+	size_t k, left;
 	int r;
 
 	for (size_t i = 0; i < n; i++)
 		mr_target_signal(items[i], SIGTERM);
-	for (size_t i = 0; i < n; i++)
-		if (items[i]->status == MR_PENDING)
-			items[k++] = items[i];
+	k = keep_pending(items, n, false);
 	r = phase(a, MR_JOB_TRY_RELEASE, items, k);
 	if (r == -EINTR) {
 		note(run, MR_N_GRACE_CUT, 0, -1, 0);
@@ -435,11 +448,7 @@ static int grace(struct act *a, struct mr_target **items, size_t n)
 	}
 	if (r)
 		return r;
-	n = k;
-	k = 0;
-	for (size_t i = 0; i < n; i++)
-		if (items[i]->status == MR_PENDING && !items[i]->stuck)
-			items[k++] = items[i];
+	k = keep_pending(items, k, false);
 	r = mr_wait_exit(items, k, mr_now_us() + (int64_t)run->cfg.grace_ms * 1000,
 			 &run->cfg.waitmask, &left);
 	if (r == -EINTR)
@@ -484,7 +493,7 @@ static void kill_all(struct act *a, struct mr_target **items, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		struct mr_target *t = items[i];
 
-		if (t->status != MR_PENDING || t->dropped)
+		if (!to_act(t, true))
 			continue;
 		if (t->cgroup >= 0 && run->cgroups[t->cgroup].kill_sent && !t->named)
 			t->killed = true;
@@ -524,7 +533,7 @@ static int batch(struct act *a, size_t from, size_t n, bool first)
 
 	if (!items)
 		return fatal(run, -ENOMEM, "target list");
-	k = pending(t, n, items);
+	k = pending(t, n, items, false);
 	if ((r = phase(a, MR_JOB_OPEN, items, k)) || run->interrupted)
 		goto out;
 	note_dropped(run, t, n);
@@ -533,7 +542,7 @@ static int batch(struct act *a, size_t from, size_t n, bool first)
 		for (size_t c = 0; c < run->ncgroups; c++)
 			mr_cgroup_memory_kb(&run->cgroups[c], &run->cgroups[c].memory_before_kb);
 	}
-	if (!(k = pending(t, n, items)))
+	if (!(k = pending(t, n, items, false)))
 		goto out;
 	if (run->cfg.dry_run) {
 		for (size_t i = 0; i < k; i++)
@@ -555,14 +564,10 @@ static int batch(struct act *a, size_t from, size_t n, bool first)
 		if (!(items = calloc(n, sizeof(*items))))
 			return fatal(run, -ENOMEM, "target list");
 	}
-	if (run->cfg.kill) {
-		/* Stuck while trying a release under --grace: killed all the same. */
-		for (size_t i = k = 0; i < n; i++)
-			if (t[i].status == MR_PENDING && !t[i].dropped)
-				items[k++] = &t[i];
-		kill_all(a, items, k);
-	}
-	k = pending(t, n, items);
+	/* Stuck while trying a release under --grace: killed all the same. */
+	if (run->cfg.kill)
+		kill_all(a, items, pending(t, n, items, true));
+	k = pending(t, n, items, false);
 	r = phase(a, MR_JOB_RELEASE, items, k);
 out:
 	free(items);
@@ -687,7 +692,7 @@ static bool pending_parent(const struct mr_run *run, size_t n, pid_t ppid)
 	for (size_t i = 0; ppid > 1 && i < n; i++) {
 		const struct mr_target *p = &run->targets[i];
 
-		if (p->pid == ppid && p->status == MR_PENDING && !p->dropped)
+		if (p->pid == ppid && to_act(p, true))
 			return true;
 	}
 	return false;
@@ -781,8 +786,8 @@ static int late_forks(struct act *a)
 			r = -ENOMEM;
 			break;
 		}
-		kill_all(a, items, pending(t, n, items));
-		r = phase(a, MR_JOB_RELEASE, items, pending(t, n, items));
+		kill_all(a, items, pending(t, n, items, false));
+		r = phase(a, MR_JOB_RELEASE, items, pending(t, n, items, false));
 		free(items);
 	}
 	window_close(run);
@@ -906,7 +911,7 @@ int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 	size_t budget;
 	int r;
 
-	a.bound_ms = run->cfg.wait_ms > BOUND_MIN_MS ? run->cfg.wait_ms : BOUND_MIN_MS;
+	run->bound_ms = run->cfg.wait_ms > BOUND_MIN_MS ? run->cfg.wait_ms : BOUND_MIN_MS;
 	/* The threads start first: under load a new thread can wait for a
 	 * CPU for milliseconds, and meanwhile the main thread reads the
 	 * ancestors and lists the cgroups. Never more threads than pids. */
