@@ -10,20 +10,6 @@ setup() {
 	V2=$(cgroup2_mount)
 }
 
-need_v2() {
-	[ -n "$V2" ] || skip "needs a cgroup2 mount"
-	[ -e "$V2/cgroup.subtree_control" ] || skip "cgroup2 at $V2 is not usable"
-}
-
-# join CGROUP PID...: move the pids into the cgroup.
-join() {
-	local cg=$1 p
-	shift
-	for p in "$@"; do
-		echo "$p" >"$cg/cgroup.procs"
-	done
-}
-
 @test "v2: a nested cgroup with a forking victim is emptied, a sentinel outside lives" {
 	need_v2
 	local cg sub sentinel
@@ -118,11 +104,9 @@ v1_release() {
 	[ -n "$mem" ] || skip "needs the cgroup v1 memory controller"
 	make_cgroup "$mem"
 	cg=$CG
-	for i in 1 2 3 4; do
-		start_victim -m 12
-		pids+=("$VPID")
-		join "$cg" "$VPID"
-	done
+	start_victims 4 -m 12
+	pids=("${PIDS[@]}")
+	join "$cg" "${pids[@]}"
 	freeze_victim "${pids[@]}"
 	run -0 --separate-stderr "$MRELEASE" --kill --jobs "$1" --json --cgroup "$cg"
 	assert_equal "$(json_get '.summary.released')" 4

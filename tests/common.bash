@@ -58,6 +58,17 @@ start_victim() {
 	return 1
 }
 
+# start_victims N [victim options]: N victims, their pids in PIDS.
+start_victims() {
+	local n=$1 i
+	shift
+	PIDS=()
+	for ((i = 0; i < n; i++)); do
+		start_victim "$@" || return 1
+		PIDS+=("$VPID")
+	done
+}
+
 # is_victim PID: true while PID is still one of our victims, so that
 # clean-up never signals a recycled pid.
 is_victim() {
@@ -78,6 +89,25 @@ kill_victims() {
 	done
 	VICTIMS=()
 	return 0
+}
+
+need_strace() {
+	command -v strace >/dev/null || skip "needs strace"
+}
+
+# need_v2: skip without a usable cgroup2 mount in $V2 (setup sets it).
+need_v2() {
+	[ -n "${V2:-}" ] || skip "needs a cgroup2 mount"
+	[ -e "$V2/cgroup.subtree_control" ] || skip "cgroup2 at $V2 is not usable"
+}
+
+# join CGROUP PID...: move the pids into the cgroup.
+join() {
+	local cg=$1 p
+	shift
+	for p in "$@"; do
+		echo "$p" >"$cg/cgroup.procs"
+	done
 }
 
 # The mount point of the cgroup2 hierarchy, from mountinfo, never assumed.
@@ -109,7 +139,7 @@ cgroup_with_victim() {
 	shift
 	make_cgroup "$parent" || return 1
 	start_victim "$@" || return 1
-	echo "$VPID" >"$CG/cgroup.procs"
+	join "$CG" "$VPID"
 }
 
 # kill_from_inside CG DIR: a shell in cgroup DIR (CG or below it) runs

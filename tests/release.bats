@@ -338,13 +338,9 @@ mrelease: pid $VPID: no process_mrelease here, and it did not exit within the wa
 }
 
 @test "a low soft limit on open files does not fail many targets" {
-	local pids=() i
-	for ((i = 0; i < 40; i++)); do
-		start_victim -m 0
-		pids+=("$VPID")
-	done
+	start_victims 40 -m 0
 	run -0 --separate-stderr bash -c 'ulimit -Sn 16 && exec "$@"' bash \
-		"$MRELEASE" --dry-run --json "${pids[@]}"
+		"$MRELEASE" --dry-run --json "${PIDS[@]}"
 	assert_equal "$(json_get '.summary.targets')" 40
 	assert_equal "$(json_get '.summary.failed')" 0
 }

@@ -21,22 +21,6 @@ teardown() {
 	[ -z "${NOBODY_DIR:-}" ] || rm -rf "$NOBODY_DIR"
 }
 
-need_v2() {
-	[ -n "$V2" ] || skip "needs a cgroup2 mount"
-}
-
-need_strace() {
-	command -v strace >/dev/null || skip "needs strace"
-}
-
-join() {
-	local cg=$1 p
-	shift
-	for p in "$@"; do
-		echo "$p" >"$cg/cgroup.procs"
-	done
-}
-
 # start_traced LOG STRACE-ARGS... -- MRELEASE-ARGS...: mrelease under strace
 # in the background, its stdout and stderr in $BATS_TEST_TMPDIR/{out,err};
 # STRACE_PID is strace, MR_PID mrelease once it runs.
@@ -340,11 +324,9 @@ start_nobody_victim() {
 }
 
 @test "a hard limit of 24 descriptors and 40 targets: every one released" {
-	local pids=() i
-	for ((i = 0; i < 40; i++)); do
-		start_victim -m 1
-		pids+=("$VPID")
-	done
+	local pids p
+	start_victims 40 -m 1
+	pids=("${PIDS[@]}")
 	freeze_victim "${pids[@]}"
 	run -0 --separate-stderr prlimit --nofile=24:24 "$MRELEASE" --kill --verbose --json "${pids[@]}"
 	assert_equal "$(json_get '.summary.targets')" 40
@@ -462,11 +444,9 @@ in_pids_cgroup() {
 
 @test "with no thread, SIGINT is let in between two releases" {
 	need_strace
-	local pids=() i
-	for i in 1 2 3; do
-		start_victim -m 4
-		pids+=("$VPID")
-	done
+	local pids
+	start_victims 3 -m 4
+	pids=("${PIDS[@]}")
 	freeze_victim "${pids[@]}"
 	# strace and mrelease fill pids.max: no worker thread. Each release
 	# takes 1.5 s; SIGINT in the first ends the run after it.
