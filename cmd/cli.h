@@ -5,11 +5,13 @@
 #include "mrelease.h"
 
 #define MR_NELEMS(a) (sizeof(a) / sizeof((a)[0]))
+/* A name escaped for the terminal: 4 bytes for each of its bytes at most. */
+#define MR_SAFE_LEN 4 * 4096 + 1
 
 enum mr_exit {
 	MR_EXIT_OK = 0,      /* every target released or gone */
 	MR_EXIT_NONE = 1,    /* none released or gone, or nothing selected */
-	MR_EXIT_USAGE = 2,
+	MR_EXIT_USAGE = 2,   /* a usage error, or a cgroup refused */
 	MR_EXIT_FATAL = 3,
 	MR_EXIT_PARTIAL = 64 /* some released, some not */
 };
@@ -17,17 +19,26 @@ enum mr_exit {
 /* The options, as argp leaves them. */
 struct mr_options {
 	struct mr_config cfg;
-	bool json, quiet, verbose, read_stdin;
+	bool json, quiet, verbose, read_stdin, signal_set;
 	struct mr_pidlist pids;
-	const char **cgroups;
-	size_t ncgroups;
+	const char **cgroups, **units;
+	size_t ncgroups, nunits;
 };
 
 /* report.c */
-void mr_report_diagnostics(const struct mr_run *run, bool verbose);
 void mr_report_text(FILE *out, const struct mr_run *run);
 void mr_report_json(FILE *out, const struct mr_run *run);
 bool mr_target_done(const struct mr_target *t);
+size_t mr_selected(const struct mr_run *run);
+
+/* diag.c */
+const char *mr_safe(const char *s);
+const char *mr_reason_text(const struct mr_run *run, const struct mr_target *t, char *buf,
+			   size_t len);
+const char *mr_figures_text(const struct mr_run *run, const struct mr_target *t, char *buf,
+			    size_t len);
+void mr_report_diagnostics(const struct mr_run *run, bool verbose);
+void mr_report_refusal(const struct mr_run *run);
 
 /* signals.c */
 void mr_hold_signals(sigset_t *waitmask);

@@ -1,6 +1,6 @@
-/* main.c: the options, and a run in order: parse, protect, read the pids,
- * resolve the cgroups, run, report. src/run.c does the run; report.c
- * shows it; signals.c holds the signals meanwhile. */
+/* main.c: the options, and a run in order: refuse a privileged exec, parse,
+ * protect, read the pids, resolve the cgroups, run, report. src/run.c does
+ * the run; report.c shows it; signals.c holds the signals meanwhile. */
 #define _GNU_SOURCE
 #include <argp.h>
 #include <ctype.h>
@@ -8,35 +8,43 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "cli.h"
 #include "config.h"
 
-enum { OPT_NO_RECURSIVE = 0x100, OPT_FORCE, OPT_USAGE };
+enum { OPT_NO_RECURSIVE = 0x100, OPT_FORCE, OPT_USAGE, OPT_DYING };
 
 static const struct argp_option argp_options[] = {
-	{ "kill", 'k', NULL, 0, "Send SIGKILL through each pidfd, then release", 1 },
+	{ "kill", 'k', NULL, 0, "Send SIGKILL through each pidfd (a v2 cgroup: cgroup.kill), "
+	  "then release", 1 },
 	{ "grace", 'g', "SECONDS", 0,
-	  "With --kill, send SIGTERM first and give each target up to SECONDS (0 to 86400, "
-	  "e.g. 2.5) to exit by itself", 1 },
+	  "With --kill, send SIGTERM (or --signal) first and give the targets up to SECONDS "
+	  "(0 to 86400, at most three decimals, e.g. 2.5) to exit by themselves", 1 },
+	{ "signal", 's', "SIG", 0, "With --grace, the first signal, by name or number as kill -l "
+	  "writes it (default TERM)", 1 },
 	{ "cgroup", 'c', "PATH", 0,
-	  "Every process in cgroup PATH and its descendants (v2 or v1; a relative PATH is "
-	  "taken under the cgroup2 mount); repeatable", 1 },
+	  "Every process in cgroup PATH and its descendants (v2 or v1; ./x and ../x from the "
+	  "working directory; other relative and /x paths under the cgroup2 mount; a line of "
+	  "/proc/PID/cgroup); repeatable", 1 },
+	{ "unit", 'u', "NAME", 0, "The cgroup of systemd unit NAME (foo.service, bar.scope, "
+	  "baz.slice) under the cgroup2 mount; repeatable", 1 },
+	{ "dying", OPT_DYING, NULL, 0, "Release every process that is already dying (with "
+	  "--cgroup or --unit: in those cgroups); nothing is sent", 1 },
 	{ "no-recursive", OPT_NO_RECURSIVE, NULL, 0,
-	  "With --cgroup, leave out descendant cgroups", 1 },
-	{ "force", OPT_FORCE, NULL, 0,
-	  "Accept the root of a cgroup hierarchy, and mrelease's own ancestors, as targets", 1 },
-	{ "nice", 'n', "N", 0, "Release at nice value N (-20..19)", 2 },
-	{ "affinity", 'a', "CPULIST", 0, "Release on these CPUs, e.g. 0,2-3", 2 },
+	  "With --cgroup or --unit, leave out descendant cgroups", 1 },
+	{ "force", OPT_FORCE, NULL, OPTION_HIDDEN, NULL, 1 },
+	{ "nice", 'n', "N", 0, "Release at nice value N (-20..19) if permitted", 2 },
+	{ "affinity", 'a', "CPULIST", 0, "Release on these CPUs (e.g. 0,2-3) if permitted", 2 },
 	{ "jobs", 'j', "N", 0, "Release on N threads (default: CPUs in the affinity set)", 2 },
 	{ "measure", 'm', "MODE", 0,
-	  "Memory figures from smaps (smaps_rollup, the default), status (O(1) counters) "
-	  "or none", 3 },
+	  "Memory figures from status (O(1) counters, the default), smaps (smaps_rollup: PSS, "
+	  "anonymous, swap; walks the page tables) or none", 3 },
 	{ "wait", 'w', "SECONDS", 0,
 	  "After releasing, wait up to SECONDS (0 to 86400, e.g. 0.5) for every target to exit", 3 },
 	{ "dry-run", 'd', NULL, 0,
-	  "Measure and report only; send and release nothing, even with --kill", 3 },
+	  "Send and release nothing; report what the run would do, and exit as it would", 3 },
 	{ "json", 'J', NULL, 0, "Print one JSON document instead of the table", 4 },
 	{ "quiet", 'q', NULL, 0, "Print no report, only errors", 4 },
 	{ "verbose", 'v', NULL, 0, "Explain what was decided, fallbacks and retries on stderr", 4 },
@@ -51,43 +59,59 @@ static const char doc[] =
 	"Free the memory of dying processes now, with process_mrelease(2).\n\n"
 	"Each PID is opened as a pidfd and every later act goes through it. A PID of - "
 	"reads whitespace-separated PIDs from standard input. Without --kill, only "
-	"processes that are already exiting are released. mrelease itself, pid 1 and "
-	"kernel threads are never targets; mrelease's ancestors and the root of a cgroup "
-	"hierarchy only with --force."
+	"processes that are already exiting are released, and nothing is sent. Never "
+	"killed: pid 1, mrelease itself, its ancestors, kernel threads; never killed at "
+	"all: a cgroup that holds mrelease or an ancestor, or the root of a cgroup "
+	"hierarchy."
 	"\v"
 	"Exit status:\n"
-	"  0   every target released or gone (with --dry-run: opened)\n"
+	"  0   every target released or gone (with --dry-run: would be)\n"
 	"  1   no target released or gone, or no process selected\n"
-	"  2   usage error; nothing was done\n"
+	"  2   usage error, or a cgroup refused; nothing was done (or, refused once\n"
+	"      the run had begun, nothing more)\n"
 	"  3   fatal error (after any signal was sent, the report comes first)\n"
-	"  64  some targets released or gone, some not\n"
+	"  64  some targets released or gone, some not (or a cgroup not emptied)\n"
 	"With --wait, a target released but still running counts as not done.\n"
-	"Interrupted by SIGINT, SIGTERM or SIGHUP, mrelease reports, then dies of it.\n\n"
+	"Interrupted by SIGINT, SIGTERM or SIGHUP, mrelease sends nothing more,\n"
+	"reports, then dies of that signal.\n\n"
 	"Examples:\n"
 	"  kill -9 1234; mrelease 1234          free a killed process that is stuck\n"
-	"  mrelease --kill --cgroup system.slice/batch.service\n"
+	"  mrelease --dying                     free every process already dying\n"
+	"  mrelease --kill --unit batch.service\n"
 	"  pgrep -f worker | mrelease --kill --json -\n\n"
 	"See mrelease(1).";
 
+/* Each whitespace-separated word of arg: "$(pgrep x)" is one argument. */
 static void parse_pid_arg(struct argp_state *state, struct mr_options *o, const char *arg)
 {
+	const char *p = arg + strspn(arg, " \t\n");
 	struct mr_pidspec spec;
+	char word[64];
 	int r;
 
 	if (strcmp(arg, "-") == 0) {
 		o->read_stdin = true;
 		return;
 	}
-	if ((r = mr_parse_pidspec(arg, &spec)) && isalpha((unsigned char)arg[0]))
-		argp_error(state, "'%s': not a valid pid; to select processes by name, use: "
-			   "pgrep %s | mrelease%s -", arg, arg, o->cfg.kill ? " --kill" : "");
-	if (r)
-		argp_error(state, "'%s': not a valid pid (1..%d, or PID:INODE)", arg, MR_PID_MAX);
-	r = mr_pidlist_add(&o->pids, spec);
-	if (r == -E2BIG)
-		argp_error(state, "more than %d pids", MR_PID_MAX);
-	if (r)
-		err(MR_EXIT_FATAL, "pid list");
+	if (!*p)
+		argp_error(state, "'%s': not a valid pid (1..%d, or PID:INODE)", mr_safe(arg),
+			   MR_PID_MAX);
+	for (size_t len; *p; p += len, p += strspn(p, " \t\n")) {
+		len = strcspn(p, " \t\n");
+		snprintf(word, sizeof(word), "%.*s", (int)len, p);
+		if ((r = len < sizeof(word) ? mr_parse_pidspec(word, &spec) : -ERANGE) &&
+		    isalpha((unsigned char)word[0]))
+			argp_error(state, "'%s': not a valid pid; to select processes by name, use: "
+				   "pgrep %s | mrelease%s -", mr_safe(word), mr_safe(word),
+				   o->cfg.kill ? " --kill" : "");
+		if (r)
+			argp_error(state, "'%s': not a valid pid (1..%d, or PID:INODE)", mr_safe(word),
+				   MR_PID_MAX);
+		if ((r = mr_pidlist_add(&o->pids, spec)) == -ENOSPC)
+			argp_error(state, "more than %d pids", MR_PID_MAX);
+		if (r)
+			err(MR_EXIT_FATAL, "pid list");
+	}
 }
 
 static long parse_number(struct argp_state *state, const char *opt, const char *arg,
@@ -96,18 +120,22 @@ static long parse_number(struct argp_state *state, const char *opt, const char *
 	long v;
 
 	if (mr_parse_long(arg, min, max, &v))
-		argp_error(state, "%s '%s': expected a whole number from %ld to %ld", opt, arg,
-			   min, max);
+		argp_error(state, "%s '%s': expected a whole number from %ld to %ld", opt,
+			   mr_safe(arg), min, max);
 	return v;
 }
 
 static unsigned int parse_seconds(struct argp_state *state, const char *opt, const char *arg)
 {
 	unsigned int ms;
+	int r = mr_parse_seconds(arg, MR_SECONDS_MAX, &ms);
 
-	if (mr_parse_seconds(arg, MR_SECONDS_MAX, &ms))
+	if (r == -EDOM)
+		argp_error(state, "%s '%s': at most three decimals (milliseconds), such as 0.001",
+			   opt, mr_safe(arg));
+	if (r)
 		argp_error(state, "%s '%s': expected seconds from 0 to %d, such as 5 or 0.5", opt,
-			   arg, MR_SECONDS_MAX);
+			   mr_safe(arg), MR_SECONDS_MAX);
 	return ms;
 }
 
@@ -117,37 +145,57 @@ static void parse_affinity(struct argp_state *state, struct mr_sched *s, const c
 	int r;
 
 	if (mr_parse_cpulist(arg, &s->cpus))
-		argp_error(state, "--affinity '%s': not a CPU list such as 0,2-3", arg);
+		argp_error(state, "--affinity '%s': not a CPU list such as 0,2-3", mr_safe(arg));
 	if ((r = mr_cpus_online(&online))) {
 		errno = -r;
 		err(MR_EXIT_FATAL, "/sys/devices/system/cpu/online");
 	}
 	CPU_AND(&both, &s->cpus, &online);
 	if (!CPU_EQUAL(&both, &s->cpus))
-		argp_error(state, "--affinity '%s': names a CPU that is not online", arg);
+		argp_error(state, "--affinity '%s': names a CPU that is not online", mr_safe(arg));
 	s->set_affinity = true;
 }
 
 static void parse_measure(struct argp_state *state, struct mr_config *cfg, const char *arg)
 {
-	if (strcmp(arg, "smaps") == 0)
-		cfg->measure = MR_MEASURE_SMAPS;
-	else if (strcmp(arg, "status") == 0)
+	if (strcmp(arg, "status") == 0)
 		cfg->measure = MR_MEASURE_STATUS;
+	else if (strcmp(arg, "smaps") == 0)
+		cfg->measure = MR_MEASURE_SMAPS;
 	else if (strcmp(arg, "none") == 0)
 		cfg->measure = MR_MEASURE_NONE;
 	else
-		argp_error(state, "--measure '%s': expected smaps, status or none", arg);
+		argp_error(state, "--measure '%s': expected status, smaps or none", mr_safe(arg));
+}
+
+static void add_name(const char ***v, size_t *n, const char *arg)
+{
+	const char **w = reallocarray(*v, *n + 1, sizeof(*w));
+
+	if (!w)
+		err(MR_EXIT_FATAL, "option list");
+	*v = w;
+	w[(*n)++] = arg;
 }
 
 static void check_options(struct argp_state *state, const struct mr_options *o)
 {
-	if (o->pids.len == 0 && !o->read_stdin && o->ncgroups == 0)
-		argp_error(state, "no PID or --cgroup given");
+	bool pids = o->pids.len || o->read_stdin, groups = o->ncgroups || o->nunits;
+
+	if (!pids && !groups && !o->cfg.dying)
+		argp_error(state, "no PID, --cgroup, --unit or --dying given");
 	if (o->json && o->quiet)
 		argp_error(state, "--json and --quiet contradict each other");
 	if (o->cfg.grace && !o->cfg.kill)
 		argp_error(state, "--grace needs --kill: without it nothing is sent");
+	if (o->signal_set && !o->cfg.grace)
+		argp_error(state, "--signal needs --grace: it is the signal sent before the grace");
+	if (o->cfg.dying && o->cfg.kill)
+		argp_error(state, "--dying releases what is dying and sends nothing; it cannot "
+			   "go with --kill");
+	if (o->cfg.dying && pids)
+		argp_error(state, "--dying selects the processes itself; give no PID (narrow it "
+			   "with --cgroup or --unit)");
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -161,17 +209,21 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		cfg->grace_ms = parse_seconds(state, "--grace", arg);
 		cfg->grace = true;
 		break;
-	case 'c': {
-		const char **c = reallocarray(o->cgroups, o->ncgroups + 1, sizeof(*c));
-
-		if (!c)
-			err(MR_EXIT_FATAL, "cgroup list");
-		o->cgroups = c;
-		o->cgroups[o->ncgroups++] = arg;
+	case 's':
+		if (mr_parse_signal(arg, &cfg->first_signal))
+			argp_error(state, "--signal '%s': not a signal such as TERM, INT, QUIT or 15 "
+				   "(see kill -l)", mr_safe(arg));
+		o->signal_set = true;
 		break;
-	}
+	case 'c': add_name(&o->cgroups, &o->ncgroups, arg); break;
+	case 'u': add_name(&o->units, &o->nunits, arg); break;
+	case OPT_DYING: cfg->dying = true; break;
 	case OPT_NO_RECURSIVE: cfg->recursive = false; break;
-	case OPT_FORCE: cfg->force = true; break;
+	case OPT_FORCE:
+		argp_error(state, "--force is gone (0.3.0): the root of a cgroup hierarchy, and "
+			   "a cgroup that holds mrelease or an ancestor of it, are always refused; "
+			   "see 'What mrelease never touches' in mrelease(1)");
+		break;
 	case 'n':
 		cfg->sched.nice = (int)parse_number(state, "--nice", arg, -20, 19);
 		cfg->sched.set_nice = true;
@@ -198,18 +250,28 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	return 0;
 }
 
+/* Set-user-ID, set-group-ID or file capabilities: the kernel marks the exec
+ * secure, and whoever runs it would borrow its power to kill. */
+static void refuse_secure_exec(void)
+{
+	if (getauxval(AT_SECURE))
+		errx(MR_EXIT_USAGE, "refusing to run set-user-ID, set-group-ID or with file "
+		     "capabilities: it would let anyone kill any process; run it as root, e.g. "
+		     "with sudo");
+}
+
 static void read_stdin_pids(struct mr_options *o)
 {
-	char bad[48]; /* a word of up to 31 characters and "..." */
+	char bad[32]; /* the longest word taken, 31 characters */
 	int r;
 
 	if (!o->read_stdin)
 		return;
-	r = mr_pidlist_read(&o->pids, stdin, bad, sizeof(bad));
-	if (r == -EINVAL || r == -ERANGE)
-		errx(MR_EXIT_USAGE, "standard input: '%s': not a valid pid (1..%d, or PID:INODE)",
-		     bad, MR_PID_MAX);
-	if (r == -E2BIG)
+	r = mr_pidlist_read(&o->pids, stdin, true, bad, sizeof(bad));
+	if (r == -EINVAL || r == -ERANGE || r == -EILSEQ || r == -E2BIG)
+		errx(MR_EXIT_USAGE, "standard input: '%s%s': not a valid pid (1..%d, or PID:INODE)",
+		     mr_safe(bad), r == -EILSEQ ? "\\0..." : r == -E2BIG ? "..." : "", MR_PID_MAX);
+	if (r == -ENOSPC)
 		errx(MR_EXIT_USAGE, "standard input: more than %d pids", MR_PID_MAX);
 	if (r) {
 		errno = -r;
@@ -241,50 +303,96 @@ static const char *hierarchy(const struct mr_cgroup *cg, char *buf, size_t len)
 	return buf;
 }
 
-/* Every --cgroup, resolved; a root is refused without --force, even for a
- * dry run: it selects every process of the system. */
-static void resolve_cgroups(const struct mr_options *o, struct mr_run *run)
+static void add_cgroup(struct mr_run *run, const char *what, const char *arg, const char *path)
 {
-	char tried[4096], name[256], mountinfo[4096];
+	char tried[4096], other[4096], name[256];
+	struct mr_cgroup *cg;
 	int r;
 
-	if (!o->ncgroups)
+	cg = reallocarray(run->cgroups, run->ncgroups + 1, sizeof(*cg));
+	if (!cg)
+		err(MR_EXIT_FATAL, "cgroup list");
+	run->cgroups = cg;
+	cg = &cg[run->ncgroups];
+	r = mr_cgroup_resolve(&run->mounts, path, cg, tried, sizeof(tried), other, sizeof(other));
+	if (r == -ENOENT && !mr_cgmounts_v2(&run->mounts))
+		errx(MR_EXIT_USAGE, "%s '%s': no such cgroup, and no cgroup2 mount to look for it "
+		     "under", what, mr_safe(arg));
+	if (r == -ENOENT && *other)
+		errx(MR_EXIT_USAGE, "%s '%s': not a cgroup; did you mean %s?", what, mr_safe(arg),
+		     mr_safe(other));
+	if (r == -ENOENT)
+		errx(MR_EXIT_USAGE, "%s '%s': no such cgroup: %s", what, mr_safe(arg), mr_safe(tried));
+	if (r == -EXDEV)
+		errx(MR_EXIT_USAGE, "%s '%s': %s is not in a cgroup file system", what, mr_safe(arg),
+		     mr_safe(tried));
+	if (r == -EMEDIUMTYPE || r == -ENOTDIR)
+		errx(MR_EXIT_USAGE, "%s '%s': %s is not a cgroup directory", what, mr_safe(arg),
+		     mr_safe(tried));
+	if (r == -ENOTUNIQ)
+		errx(MR_EXIT_USAGE, "%s '%s' is ambiguous: %s below the working directory, or %s "
+		     "under the cgroup2 mount; write ./%s or /%s", what, mr_safe(arg),
+		     mr_safe(tried), mr_safe(other), mr_safe(arg), mr_safe(arg));
+	if (r) {
+		errno = -r;
+		err(MR_EXIT_USAGE, "%s '%s': %s", what, mr_safe(arg), mr_safe(tried));
+	}
+	run->ncgroups++;
+	if (cg->root)
+		errx(MR_EXIT_USAGE, "%s '%s' is %s, the root of the %s hierarchy: it holds every "
+		     "process of the system; refusing it (to release every dying process, use "
+		     "--dying alone)", what, mr_safe(arg), mr_safe(cg->path),
+		     hierarchy(cg, name, sizeof(name)));
+}
+
+/* A unit's cgroup: the one directory of that name under the cgroup2
+ * mount. */
+static void add_unit(struct mr_run *run, const char *name)
+{
+	char **paths, list[1024] = "";
+	size_t n;
+	int r;
+
+	if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		errx(MR_EXIT_USAGE, "unit '%s': not a unit name such as foo.service", mr_safe(name));
+	if ((r = mr_cgroup_units(&run->mounts, name, &paths, &n)) == -ENOENT)
+		errx(MR_EXIT_USAGE, "unit '%s': no cgroup2 mount to look for it under", mr_safe(name));
+	if (r) {
+		errno = -r;
+		err(MR_EXIT_FATAL, "unit '%s'", mr_safe(name));
+	}
+	if (n == 0)
+		errx(MR_EXIT_USAGE, "unit '%s': no cgroup of that name under %s", mr_safe(name),
+		     mr_safe(mr_cgmounts_v2(&run->mounts)->path));
+	for (size_t i = 0; i < n && n > 1; i++)
+		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "",
+			 mr_safe(paths[i]));
+	if (n > 1)
+		errx(MR_EXIT_USAGE, "unit '%s': %zu cgroups have that name: %s; name one with "
+		     "--cgroup", mr_safe(name), n, list);
+	add_cgroup(run, "unit", name, paths[0]);
+	free(paths[0]);
+	free(paths);
+}
+
+/* Every --cgroup and --unit, resolved; a hierarchy's root is refused, even
+ * for a dry run: it selects every process of the system. */
+static void resolve_cgroups(const struct mr_options *o, struct mr_run *run)
+{
+	char mountinfo[4096];
+	int r;
+
+	if (!o->ncgroups && !o->nunits)
 		return;
 	snprintf(mountinfo, sizeof(mountinfo), "%s/self/mountinfo", run->cfg.proc);
 	if ((r = mr_cgmounts_read(&run->mounts, mountinfo))) {
 		errno = -r;
 		err(MR_EXIT_FATAL, "%s", mountinfo);
 	}
-	run->cgroups = calloc(o->ncgroups, sizeof(*run->cgroups));
-	if (!run->cgroups)
-		err(MR_EXIT_FATAL, "cgroup list");
-	for (size_t i = 0; i < o->ncgroups; i++) {
-		const char *arg = o->cgroups[i];
-		struct mr_cgroup *cg = &run->cgroups[i];
-
-		r = mr_cgroup_resolve(&run->mounts, arg, cg, tried, sizeof(tried));
-		if (r == -ENOENT && !mr_cgmounts_v2(&run->mounts))
-			errx(MR_EXIT_USAGE, "cgroup '%s': no such cgroup, and no cgroup2 mount to "
-			     "look for it under", arg);
-		if (r == -ENOENT)
-			errx(MR_EXIT_USAGE, "cgroup '%s': no such cgroup: %s", arg, tried);
-		if (r == -EINVAL)
-			errx(MR_EXIT_USAGE, "cgroup '%s': '..' is not accepted", arg);
-		if (r == -EXDEV)
-			errx(MR_EXIT_USAGE, "cgroup '%s': %s is not inside a cgroup file system", arg,
-			     tried);
-		if (r == -EMEDIUMTYPE)
-			errx(MR_EXIT_USAGE, "cgroup '%s': %s is not a cgroup directory", arg, tried);
-		if (r) {
-			errno = -r;
-			err(MR_EXIT_USAGE, "cgroup '%s': %s", arg, tried);
-		}
-		run->ncgroups++;
-		if (cg->root && !o->cfg.force)
-			errx(MR_EXIT_USAGE, "cgroup '%s' is %s, the root of the %s hierarchy: it holds "
-			     "every process of the system; refusing it without --force", arg,
-			     cg->path, hierarchy(cg, name, sizeof(name)));
-	}
+	for (size_t i = 0; i < o->ncgroups; i++)
+		add_cgroup(run, "cgroup", o->cgroups[i], o->cgroups[i]);
+	for (size_t i = 0; i < o->nunits; i++)
+		add_unit(run, o->units[i]);
 }
 
 static void report(const struct mr_options *o, const struct mr_run *run)
@@ -292,21 +400,28 @@ static void report(const struct mr_options *o, const struct mr_run *run)
 	mr_report_diagnostics(run, o->verbose);
 	if (o->json)
 		mr_report_json(stdout, run);
-	else if (!o->quiet)
+	else if (!o->quiet && mr_selected(run))
 		mr_report_text(stdout, run);
 	if (fflush(stdout) == EOF || ferror(stdout))
 		warn("standard output");
 }
 
+/* Done and not done, over the targets and the cgroups killed until empty
+ * that were not emptied. */
 static int exit_status(const struct mr_run *run, int r)
 {
-	size_t done = 0;
+	size_t done = 0, all = mr_selected(run);
 
+	if (run->refused.what)
+		return MR_EXIT_USAGE;
 	if (r || ferror(stdout) || ferror(stderr))
 		return MR_EXIT_FATAL;
 	for (size_t i = 0; i < run->ntargets; i++)
 		done += mr_target_done(&run->targets[i]);
-	if (done == run->ntargets && done)
+	for (size_t c = 0; c < run->ncgroups; c++)
+		all += run->cgroups[c].kill && !run->cgroups[c].killed && !run->cfg.dry_run &&
+		       !run->interrupted;
+	if (all && done == all)
 		return MR_EXIT_OK;
 	return done == 0 ? MR_EXIT_NONE : MR_EXIT_PARTIAL;
 }
@@ -316,15 +431,17 @@ int main(int argc, char **argv)
 	struct mr_options o = {
 		.cfg = {
 			.recursive = true,
-			.measure = MR_MEASURE_SMAPS,
+			.first_signal = SIGTERM,
+			.measure = MR_MEASURE_STATUS,
 			.wait_ms = 10000,
 			.start_us = mr_now_us(),
 		},
 	};
-	struct argp argp = { argp_options, parse_opt, "PID...", doc, NULL, NULL, NULL };
+	struct argp argp = { argp_options, parse_opt, "[PID...]", doc, NULL, NULL, NULL };
 	struct mr_run run;
 	int r, status;
 
+	refuse_secure_exec();
 	argp_err_exit_status = MR_EXIT_USAGE;
 	/* getopt names the program by argv[0]; say "mrelease" as err(3) does. */
 	argv[0] = program_invocation_short_name;
@@ -336,17 +453,24 @@ int main(int argc, char **argv)
 	mr_hold_signals(&run.cfg.waitmask);
 
 	r = mr_run(&run, &o.pids);
-	if (r && !run.sent) {
+	if (r == -EPERM && run.refused.what && !run.sent) {
+		mr_report_refusal(&run);
+		exit(MR_EXIT_USAGE);
+	}
+	if (r && r != -EPERM && !run.sent) {
 		errno = -r;
 		err(MR_EXIT_FATAL, "%s", run.fatal);
 	}
 	report(&o, &run);
-	if (r)
+	if (r == -EPERM)
+		mr_report_refusal(&run);
+	else if (r)
 		warnx("%s: %s; reported what was done", run.fatal, strerror(-r));
-	status = exit_status(&run, r);
+	status = exit_status(&run, r == -EPERM ? 0 : r);
 	mr_release_signals(run.interrupted);
 	mr_run_free(&run);
 	mr_pidlist_free(&o.pids);
 	free(o.cgroups);
+	free(o.units);
 	return status;
 }

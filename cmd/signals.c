@@ -1,9 +1,10 @@
-/* signals.c: SIGINT, SIGTERM and SIGHUP during a run. They are held from
- * the start of the run to its report, so that an interrupted run still says
- * what it did; the run lets them in only while it waits (ppoll with the
- * wait mask), where one ends the wait: --grace goes on to the kill, a
- * release or --wait ends the run. SIGPIPE is ignored throughout: a closed
- * stdout or stderr must not cut a run short; it shows in the exit status. */
+/* signals.c: SIGINT, SIGTERM and SIGHUP during a run. They are held (blocked)
+ * from the start of the run to its report, so that an interrupted run still
+ * says what it did. The run lets them in while it waits (ppoll with the
+ * wait mask), and looks for one pending before every signal it sends: one
+ * that has come stops the run, and nothing more is sent. SIGPIPE is ignored
+ * throughout: a closed stdout or stderr must not cut a run short; it shows
+ * in the exit status. */
 #define _GNU_SOURCE
 #include <signal.h>
 #include <stdbool.h>
@@ -38,8 +39,7 @@ void mr_hold_signals(sigset_t *waitmask)
 }
 
 /* After the report: die of a signal that interrupted the run, or that came
- * after its last wait, as the caller expects of an interrupted command. A
- * signal that only cut the grace short has done its work. */
+ * after its last wait, as the caller expects of an interrupted command. */
 void mr_release_signals(bool interrupted)
 {
 	sigset_t pending, set;

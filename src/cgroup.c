@@ -166,14 +166,6 @@ static const struct mr_cgmount *mount_of(const struct mr_cgmounts *ms, const cha
 	return best;
 }
 
-static bool has_dotdot(const char *path)
-{
-	for (const char *p = path; (p = strstr(p, "..")); p += 2)
-		if ((p == path || p[-1] == '/') && (p[2] == '/' || p[2] == '\0'))
-			return true;
-	return false;
-}
-
 static bool is_file(const char *dir, const char *name)
 {
 	char path[PATH_MAX];
@@ -220,80 +212,93 @@ static bool in_mount(const struct mr_cgmounts *ms, const char *path)
 	return realpath(parent, real) && mount_of(ms, real);
 }
 
-/* The cgroup under the cgroup2 mount that /proc/PID/cgroup and systemd
- * (ControlGroup=) would name as arg: "", "." and "/" are its root. */
-static int under_v2(const struct mr_cgmount *v2, const char *arg, char *out, size_t len)
+/* The cgroup under mount m that /proc/PID/cgroup or systemd (ControlGroup=)
+ * would name as rel, from the hierarchy's root: "", "." and "/" are the
+ * mount's own top. */
+static int under(const struct mr_cgmount *m, const char *rel, char *out, size_t len)
 {
-	if (!v2)
+	size_t rootlen;
+
+	if (!m)
 		return -ENOENT;
-	while (*arg == '/')
-		arg++;
-	if (snprintf(out, len, "%s%s%s", v2->path, *arg ? "/" : "", arg) >= (int)len)
+	rootlen = strcmp(m->root, "/") ? strlen(m->root) : 0;
+	/* A mount of part of the hierarchy (a container's) shows m->root. */
+	if (rootlen && rel[0] == '/') {
+		if (strncmp(rel, m->root, rootlen) || (rel[rootlen] && rel[rootlen] != '/'))
+			return -ENOENT;
+		rel += rootlen;
+	}
+	while (*rel == '/' || (rel[0] == '.' && (rel[1] == '/' || !rel[1])))
+		rel++;
+	if (snprintf(out, len, "%s%s%s", m->path, *rel ? "/" : "", rel) >= (int)len)
 		return -ENAMETOOLONG;
 	return 0;
 }
 
-/* Resolve what the user named. A path that leads into a cgroup mount is
- * taken as it is, symbolic links followed (/sys/fs/cgroup/cpu is often a
- * link to cpu,cpuacct); if it leads into one but does not exist, there is
- * no such cgroup. Anything else, relative or absolute, names a cgroup
- * of the v2 hierarchy from its root, as /proc/PID/cgroup and systemd write
- * them: "batch", "/system.slice/x.service", and "", "." or "/" for the root.
- * ".." is refused outright. In tried goes the path that was looked up last.
- * On success cg->root tells that it is the top of a cgroup mount, which the
- * caller refuses without --force.
- * -ENOENT: no such cgroup (or no v2 mount to look under); -ENOTDIR: not a
- * directory; -EXDEV: leads out of the cgroup mounts; -EINVAL: "..";
- * -EMEDIUMTYPE: a directory that is not a cgroup. */
-int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_cgroup *cg,
-		      char *tried, size_t triedlen)
+/* A line pasted from /proc/PID/cgroup: "0::/x.service" (cgroup2), or
+ * "4:memory:/x" and "9:name=systemd:/x" (v1). Its path under the mount of
+ * that hierarchy into out: 1; not such a line: 0; -ENOENT: that hierarchy
+ * is not mounted here. */
+static int pasted(const struct mr_cgmounts *ms, const char *arg, char *out, size_t len)
 {
+	const char *ctl = arg + strspn(arg, "0123456789"), *rel;
 	const struct mr_cgmount *m = NULL;
-	char joined[PATH_MAX], real[PATH_MAX];
-	const char *root, *tail;
+	char list[256];
+	size_t n;
+
+	if (ctl == arg || *ctl != ':' || !(rel = strchr(++ctl, ':')) || rel[1] != '/' ||
+	    memchr(ctl, '/', (size_t)(rel - ctl)) || (n = (size_t)(rel - ctl)) >= sizeof(list))
+		return 0;
+	memcpy(list, ctl, n);
+	list[n] = '\0';
+	for (size_t i = 0; i < ms->n && !m; i++) {
+		char *copy = strdup(list), *tok, *save = NULL;
+		bool all = !ms->m[i].v2 && n;
+
+		if (!copy)
+			return -ENOMEM;
+		for (tok = strtok_r(copy, ",", &save); tok && all; tok = strtok_r(NULL, ",", &save))
+			all = has_controller(ms->m[i].options, tok);
+		free(copy);
+		if (n ? all : ms->m[i].v2)
+			m = &ms->m[i];
+	}
+	if (!m)
+		return -ENOENT;
+	return under(m, rel + 1, out, len) ?: 1;
+}
+
+/* path, if it is a cgroup directory in a cgroup mount: its real path into
+ * real, and its mount; or -errno: -EXDEV outside the cgroup mounts,
+ * -ENOTDIR not a directory, -EMEDIUMTYPE a directory that is no cgroup. */
+static int cgroup_dir(const struct mr_cgmounts *ms, const char *path, char *real,
+		      const struct mr_cgmount **m)
+{
 	struct stat st;
-	int r;
 
-	*cg = (struct mr_cgroup){ .memory_before_kb = MR_UNKNOWN, .memory_after_kb = MR_UNKNOWN };
-	snprintf(tried, triedlen, "%s", arg);
-	if (has_dotdot(arg))
-		return -EINVAL;
-	if (arg[0] == '/' && !realpath(arg, real)) {
-		int e = errno;
-
-		if (e != ENOENT)
-			return -e;
-		if (in_mount(ms, arg))
-			return -ENOENT;
-		real[0] = '\0';
-	}
-	if (arg[0] == '/' && real[0] && (m = mount_of(ms, real))) {
-		/* A path in a cgroup file system, as it is. */
-	} else {
-		if ((r = under_v2(mr_cgmounts_v2(ms), arg, joined, sizeof(joined))))
-			return r;
-		snprintf(tried, triedlen, "%s", joined);
-		if (!realpath(joined, real))
-			return -errno;
-		m = mount_of(ms, real);
-		if (!m)
-			return -EXDEV;
-	}
-	snprintf(tried, triedlen, "%s", real);
+	if (!realpath(path, real))
+		return -errno;
+	if (!(*m = mount_of(ms, real)))
+		return -EXDEV;
 	if (stat(real, &st))
 		return -errno;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
-	if (!is_file(real, "cgroup.procs"))
-		return -EMEDIUMTYPE;
+	return is_file(real, "cgroup.procs") ? 0 : -EMEDIUMTYPE;
+}
+
+/* Fill cg for the cgroup directory at real, in mount m. */
+static int take(const struct mr_cgmounts *ms, const struct mr_cgmount *m, const char *real,
+		struct mr_cgroup *cg)
+{
+	const char *root = strcmp(m->root, "/") ? m->root : "", *tail = real + strlen(m->path);
+
 	cg->v2 = m->v2;
 	cg->root = strcmp(real, m->path) == 0;
 	cg->path = strdup(real);
 	cg->controllers = strdup(m->options);
 	/* /proc/PID/cgroup names cgroups from the hierarchy's root, of which
 	 * the mount shows m->root. */
-	root = strcmp(m->root, "/") ? m->root : "";
-	tail = real + strlen(m->path);
 	if (asprintf(&cg->rel, "%s%s", root, *root || *tail ? tail : "/") < 0)
 		cg->rel = NULL;
 	if (!cg->path || !cg->controllers || !cg->rel) {
@@ -302,6 +307,99 @@ int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_c
 	}
 	cg->memory_file = memory_file(ms, m, real);
 	return 0;
+}
+
+/* For an absolute path outside every cgroup mount, such as
+ * /sys/fs/cgroup/x on a hybrid system: the same path under the mount
+ * beside it that has such a cgroup (the cgroup2 mount first), or "". */
+static void suggest(const struct mr_cgmounts *ms, const char *arg, char *out, size_t len)
+{
+	const struct mr_cgmount *v2 = mr_cgmounts_v2(ms), *m;
+	char cand[PATH_MAX], real[PATH_MAX];
+
+	*out = '\0';
+	for (size_t i = 0; i <= ms->n && !*out; i++) {
+		const char *slash;
+		size_t base;
+
+		m = i == 0 ? v2 : &ms->m[i - 1];
+		if (!m || (i && m == v2) || !(slash = strrchr(m->path, '/')) || slash == m->path)
+			continue;
+		base = (size_t)(slash - m->path);
+		if (strncmp(arg, m->path, base) || arg[base] != '/' ||
+		    snprintf(cand, sizeof(cand), "%s%s", m->path, arg + base) >= (int)sizeof(cand))
+			continue;
+		if (cgroup_dir(ms, cand, real, &m) == 0)
+			snprintf(out, len, "%s", real);
+	}
+}
+
+/* Resolve what the user named:
+ * - a line pasted from /proc/PID/cgroup: under the mount of its hierarchy;
+ * - "./x", "../x", "." and "..": from the working directory, as everywhere;
+ * - an absolute path in a cgroup mount: as it is, links followed;
+ * - any other absolute path: under the cgroup2 mount, as /proc/PID/cgroup
+ *   and systemd write them ("/system.slice/x.service"; "/" is its root);
+ * - a bare relative "x": under the cgroup2 mount, or from the working
+ *   directory when that is in a cgroup mount; both, when they name two
+ *   different cgroups, is -ENOTUNIQ, with the two in tried and other.
+ * "" is the cgroup2 root. On success cg->root tells the top of a cgroup
+ * mount, which the caller refuses. Errors: -ENOENT no such cgroup (tried:
+ * the path looked up last; other: a likely one, or ""), -EXDEV not in a
+ * cgroup file system, -ENOTDIR, -EMEDIUMTYPE a directory that is no
+ * cgroup, -ENOTUNIQ. */
+int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_cgroup *cg,
+		      char *tried, size_t triedlen, char *other, size_t otherlen)
+{
+	const struct mr_cgmount *m, *here;
+	char path[PATH_MAX], real[PATH_MAX], cwd[PATH_MAX];
+	bool dotted = arg[0] == '.' && (arg[1] == '/' || !arg[1] ||
+					(arg[1] == '.' && (arg[2] == '/' || !arg[2])));
+	int r, rcwd;
+
+	*cg = (struct mr_cgroup){ .memory_before_kb = MR_UNKNOWN, .memory_after_kb = MR_UNKNOWN };
+	snprintf(tried, triedlen, "%s", arg);
+	*other = '\0';
+	if ((r = pasted(ms, arg, path, sizeof(path))) < 0)
+		return r;
+	if (r == 1)
+		arg = path;
+	/* In a cgroup mount (or meant to be), or from the working directory:
+	 * as it is. */
+	r = cgroup_dir(ms, arg, real, &m);
+	if (dotted || arg == path || (arg[0] == '/' && r != -EXDEV && (r != -ENOENT || in_mount(ms, arg)))) {
+		if (r == -ENOENT && dotted && getcwd(cwd, sizeof(cwd)))
+			snprintf(tried, triedlen, "%s/%s", cwd, arg);
+		else
+			snprintf(tried, triedlen, "%s", r == -ENOENT ? arg : real);
+		return r ? r : take(ms, m, real, cg);
+	}
+	rcwd = r;
+	/* Under the cgroup2 mount, as /proc/PID/cgroup and systemd name it. */
+	if (!(here = mr_cgmounts_v2(ms)) || (r = under(here, arg, path, sizeof(path))))
+		return -ENOENT;
+	if ((r = cgroup_dir(ms, path, real, &m)) == 0) {
+		snprintf(tried, triedlen, "%s", real);
+		/* A bare name may also mean one below the working directory. */
+		if (arg[0] != '/' && rcwd == 0 && realpath(arg, path) && strcmp(path, real)) {
+			snprintf(tried, triedlen, "%s", path);
+			snprintf(other, otherlen, "%s", real);
+			return -ENOTUNIQ;
+		}
+		return take(ms, m, real, cg);
+	}
+	if (arg[0] != '/' && rcwd == 0 && realpath(arg, real)) {
+		snprintf(tried, triedlen, "%s", real);
+		return take(ms, mount_of(ms, real), real, cg);
+	}
+	snprintf(tried, triedlen, "%s", path);
+	if (arg[0] == '/' && access(arg, F_OK) == 0) {
+		snprintf(tried, triedlen, "%s", arg);
+		return -EXDEV;
+	}
+	if (arg[0] == '/')
+		suggest(ms, arg, other, otherlen);
+	return r == -EXDEV ? -ENOENT : r;
 }
 
 void mr_cgroup_free(struct mr_cgroup *cg)
@@ -346,15 +444,14 @@ static bool below(const char *rel, const char *top, bool recursive)
  * pidfd's process is still there, which makes the answer its own. */
 int mr_cgroup_holds(const char *proc, const struct mr_cgroup *cg, pid_t pid, bool recursive)
 {
-	char path[PATH_MAX], buf[8192], *line, *save = NULL;
+	char path[PATH_MAX], *buf, *line, *save = NULL;
 	ssize_t n;
+	int r = 0;
 
 	snprintf(path, sizeof(path), "%s/%d/cgroup", proc, (int)pid);
-	if ((n = mr_read_file(path, buf, sizeof(buf))) < 0)
+	/* Read whole: deep paths in many hierarchies pass any fixed size. */
+	if ((n = mr_read_file_all(path, &buf)) < 0)
 		return (int)n;
-	/* Cut short, its line for our hierarchy may be missing. */
-	if ((size_t)n == sizeof(buf) - 1)
-		return -EFBIG;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		char *id = line, *list, *rel;
 
@@ -363,12 +460,17 @@ int mr_cgroup_holds(const char *proc, const struct mr_cgroup *cg, pid_t pid, boo
 		*list++ = '\0';
 		*rel++ = '\0';
 		/* Its place in this hierarchy decides, one way or the other. */
-		if (same_hierarchy(cg, id, list))
-			return below(rel, cg->rel, recursive);
+		if (same_hierarchy(cg, id, list)) {
+			r = below(rel, cg->rel, recursive);
+			break;
+		}
 	}
-	return 0;
+	free(buf);
+	return r;
 }
 
+/* Add the pids in the cgroup.procs of the directory at dirfd to out. A
+ * member outside our pid namespace is listed as 0: counted in *outside. */
 static int read_procs(int dirfd, struct mr_pidlist *out, size_t *outside)
 {
 	struct mr_pidspec spec = { 0 };
@@ -376,93 +478,256 @@ static int read_procs(int dirfd, struct mr_pidlist *out, size_t *outside)
 	FILE *f;
 	int fd, r = 0;
 
-	fd = openat(dirfd, "cgroup.procs", O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if ((fd = openat(dirfd, "cgroup.procs", O_RDONLY | O_CLOEXEC)) < 0)
 		return -errno;
-	f = fdopen(fd, "re");
-	if (!f) {
-		close(fd);
-		return -errno;
-	}
-	while (!r && fgets(line, sizeof(line), f)) {
-		line[strcspn(line, "\n")] = '\0';
-		/* A member outside our pid namespace has no pid here; it is
-		 * counted, for cgroup.kill kills it too. */
-		if (strcmp(line, "0") == 0) {
-			(*outside)++;
-			continue;
-		}
-		r = mr_parse_pid(line, &spec.pid);
-		if (!r)
-			r = mr_pidlist_add(out, spec);
-	}
-	if (!r && ferror(f))
-		r = -EIO;
-	fclose(f);
-	return r;
-}
-
-/* A cgroup that vanishes while we walk it has no members. Every child
- * directory is a cgroup, whatever its name: ".hidden" too. */
-static int walk(int dirfd, bool recursive, struct mr_pidlist *out, size_t *outside)
-{
-	struct dirent *d;
-	DIR *dir;
-	int fd, r;
-
-	r = read_procs(dirfd, out, outside);
-	if (r == -ENOENT || r == -ENODEV)
-		return 0;
-	if (r || !recursive)
-		return r;
-	if ((fd = dup(dirfd)) < 0)
-		return -errno;
-	if (!(dir = fdopendir(fd))) {
+	if (!(f = fdopen(fd, "re"))) {
 		r = -errno;
 		close(fd);
 		return r;
 	}
-	while (!r && (d = readdir(dir))) {
-		int sub;
-
-		if (d->d_type != DT_DIR || strcmp(d->d_name, ".") == 0 ||
-		    strcmp(d->d_name, "..") == 0)
-			continue;
-		sub = openat(dirfd, d->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (sub < 0) {
-			if (errno != ENOENT)
-				r = -errno;
+	while (!r && fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (strcmp(line, "0") == 0) {
+			(*outside)++;
 			continue;
 		}
-		r = walk(sub, true, out, outside);
-		close(sub);
+		if (!(r = mr_parse_pid(line, &spec.pid)))
+			r = mr_pidlist_add(out, spec);
 	}
+	if (!r && ferror(f))
+		r = errno ? -errno : -EIO;
+	fclose(f);
+	return r;
+}
+
+/* The subdirectories of the directory at fd, by name. */
+static int subdirs(int fd, char ***names, size_t *n)
+{
+	struct dirent *d;
+	DIR *dir;
+	int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0), r = 0;
+
+	*names = NULL;
+	*n = 0;
+	if (dup_fd < 0)
+		return -errno;
+	if (!(dir = fdopendir(dup_fd))) {
+		r = -errno;
+		close(dup_fd);
+		return r;
+	}
+	while (!r && (errno = 0, d = readdir(dir))) {
+		char **v;
+
+		if (d->d_type != DT_DIR || strcmp(d->d_name, ".") == 0 || strcmp(d->d_name, "..") == 0)
+			continue;
+		if (!(v = reallocarray(*names, *n + 1, sizeof(*v))) || !(v[*n] = strdup(d->d_name))) {
+			*names = v ? v : *names;
+			r = -ENOMEM;
+			break;
+		}
+		*names = v;
+		(*n)++;
+	}
+	if (!r && errno)
+		r = -errno;
 	closedir(dir);
 	return r;
+}
+
+/* A walk: the directory it is in, its path, and for each level down to it
+ * the names still to visit there. */
+struct level {
+	char **names;
+	size_t n, next, pathlen;
+};
+
+struct walk {
+	int fd;
+	char *path;
+	size_t pathcap;
+	struct level *stack;
+	size_t depth, cap;
+};
+
+/* A level for the directory the walk is in. */
+static int push(struct walk *w)
+{
+	struct level *l;
+
+	if (w->depth == w->cap) {
+		l = reallocarray(w->stack, w->cap = w->cap ? 2 * w->cap : 16, sizeof(*l));
+		if (!l)
+			return -ENOMEM;
+		w->stack = l;
+	}
+	l = &w->stack[w->depth++];
+	*l = (struct level){ .pathlen = strlen(w->path) };
+	return subdirs(w->fd, &l->names, &l->n);
+}
+
+/* Done with the deepest level: back up to its parent. */
+static int pop(struct walk *w)
+{
+	struct level *l = &w->stack[--w->depth];
+	int up;
+
+	for (size_t i = 0; i < l->n; i++)
+		free(l->names[i]);
+	free(l->names);
+	if (!w->depth)
+		return 0;
+	if ((up = openat(w->fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -errno;
+	close(w->fd);
+	w->fd = up;
+	w->path[w->stack[w->depth - 1].pathlen] = '\0';
+	return 0;
+}
+
+/* Down into name, a subdirectory of where the walk is. */
+static int down(struct walk *w, const char *name)
+{
+	size_t len = strlen(w->path) + strlen(name) + 2;
+	int sub = openat(w->fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (sub < 0)
+		return -errno;
+	if (len > w->pathcap) {
+		char *p = realloc(w->path, w->pathcap = 2 * len);
+
+		if (!p) {
+			close(sub);
+			return -ENOMEM;
+		}
+		w->path = p;
+	}
+	strcat(strcat(w->path, "/"), name);
+	close(w->fd);
+	w->fd = sub;
+	return 0;
+}
+
+/* Visit the cgroup at top, then (with recursive) every cgroup below it,
+ * depth first, whatever its name (".hidden" too), with visit(dirfd, path).
+ * Only one directory is held open at a time, however deep the tree: the
+ * walk goes down with openat(name) and back up with openat(".."), so that
+ * a tree made deep on purpose cannot run it out of descriptors. A cgroup
+ * that vanishes meanwhile is skipped. */
+static int walk(const char *top, bool recursive,
+		int (*visit)(int dirfd, const char *path, void *arg), void *arg)
+{
+	struct walk w = { .fd = open(top, O_RDONLY | O_DIRECTORY | O_CLOEXEC), .path = strdup(top) };
+	int r;
+
+	w.pathcap = strlen(top) + 1;
+	if (w.fd < 0 || !w.path)
+		r = w.fd < 0 ? -errno : -ENOMEM;
+	else if (!(r = visit(w.fd, w.path, arg)) && recursive)
+		r = push(&w);
+	while (!r && w.depth) {
+		struct level *l = &w.stack[w.depth - 1];
+
+		if (l->next == l->n)
+			r = pop(&w);
+		else if ((r = down(&w, l->names[l->next++])) == -ENOENT)
+			r = 0;
+		else if (!r && !(r = visit(w.fd, w.path, arg)))
+			r = push(&w);
+	}
+	while (w.depth)
+		pop(&w);
+	if (w.fd >= 0)
+		close(w.fd);
+	free(w.stack);
+	free(w.path);
+	return r;
+}
+
+struct listing {
+	struct mr_pidlist *out;
+	size_t *outside;
+};
+
+/* A threaded cgroup's cgroup.procs cannot be read (EOPNOTSUPP): its
+ * processes are listed at its threaded domain, above it. */
+static int list_one(int dirfd, const char *path, void *arg)
+{
+	struct listing *l = arg;
+	int r = read_procs(dirfd, l->out, l->outside);
+
+	(void)path;
+	return r == -ENOENT || r == -ENODEV || r == -EOPNOTSUPP ? 0 : r;
 }
 
 int mr_cgroup_members(const struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out,
 		      size_t *outside)
 {
-	int fd, r;
+	struct listing l = { out, outside };
 
 	*outside = 0;
-	fd = open(cg->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	r = walk(fd, recursive, out, outside);
-	close(fd);
-	return r;
+	return walk(cg->path, recursive, list_one, &l);
 }
 
-/* SIGKILL every process in a v2 cgroup and its descendants at once; the
- * kernel also kills what forks while this runs. -ENOENT: no cgroup.kill
- * (before Linux 5.14, or the root cgroup). */
+struct units {
+	const char *name;
+	char **paths;
+	size_t n;
+};
+
+static int match_unit(int dirfd, const char *path, void *arg)
+{
+	struct units *u = arg;
+	const char *base = strrchr(path, '/');
+	char **v;
+
+	(void)dirfd;
+	if (!base || strcmp(base + 1, u->name))
+		return 0;
+	if (!(v = reallocarray(u->paths, u->n + 1, sizeof(*v))))
+		return -ENOMEM;
+	u->paths = v;
+	if (!(v[u->n] = strdup(path)))
+		return -ENOMEM;
+	u->n++;
+	return 0;
+}
+
+/* The cgroups under the cgroup2 mount whose directory is called name, as
+ * systemd names a unit's ("foo.service", "bar.scope", "baz.slice"); the
+ * caller frees each and the list. -ENOENT: no cgroup2 mount. */
+int mr_cgroup_units(const struct mr_cgmounts *ms, const char *name, char ***paths, size_t *n)
+{
+	const struct mr_cgmount *v2 = mr_cgmounts_v2(ms);
+	struct units u = { .name = name };
+	int r;
+
+	*paths = NULL;
+	*n = 0;
+	if (!v2)
+		return -ENOENT;
+	if ((r = walk(v2->path, true, match_unit, &u))) {
+		for (size_t i = 0; i < u.n; i++)
+			free(u.paths[i]);
+		free(u.paths);
+		return r;
+	}
+	*paths = u.paths;
+	*n = u.n;
+	return 0;
+}
+
+/* SIGKILL every process in a v2 cgroup and its descendants at once: the
+ * kernel also kills what forks or moves in while this runs. */
 int mr_cgroup_kill(const struct mr_cgroup *cg)
 {
-	if (!cg->v2)
-		return -ENOENT;
 	return mr_write_file(cg->path, "cgroup.kill", "1");
+}
+
+/* Whether cg has a cgroup.kill: v2, Linux 5.14 and later, not a root. */
+bool mr_cgroup_can_kill(const struct mr_cgroup *cg)
+{
+	return cg->v2 && is_file(cg->path, "cgroup.kill");
 }
 
 int mr_cgroup_memory_kb(const struct mr_cgroup *cg, int64_t *kb)

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -42,6 +43,45 @@ ssize_t mr_read_fileat(int dirfd, const char *name, char *buf, size_t len)
 ssize_t mr_read_file(const char *path, char *buf, size_t len)
 {
 	return mr_read_fileat(AT_FDCWD, path, buf, len);
+}
+
+/* Read a whole file, however long (/proc/PID/cgroup grows with the depth of
+ * each hierarchy's path), into a buffer made for it, ended with a NUL.
+ * Returns the length, or -errno; *buf is the caller's to free. */
+ssize_t mr_read_file_all(const char *path, char **buf)
+{
+	size_t len = 4096, got = 0;
+	char *b, *more;
+	ssize_t n;
+	int fd, e;
+
+	*buf = NULL;
+	if ((fd = openat(AT_FDCWD, path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	if (!(b = malloc(len))) {
+		close(fd);
+		return -ENOMEM;
+	}
+	while ((n = read(fd, b + got, len - 1 - got)) > 0) {
+		got += (size_t)n;
+		if (got + 1 < len)
+			continue;
+		if (!(more = realloc(b, len *= 2))) {
+			n = -1;
+			errno = ENOMEM;
+			break;
+		}
+		b = more;
+	}
+	e = errno;
+	close(fd);
+	if (n < 0) {
+		free(b);
+		return -e;
+	}
+	b[got] = '\0';
+	*buf = b;
+	return (ssize_t)got;
 }
 
 /* Write text to dir/name in one write, as cgroup control files want it. */
@@ -91,9 +131,17 @@ size_t mr_utf8_len(const unsigned char *p)
 	return len;
 }
 
-/* A JSON string. Valid UTF-8 passes as it is. A process or cgroup name need
- * not be UTF-8: each byte of an invalid sequence becomes \u00XX, as does
- * each control character, so the document stays valid. */
+/* A C1 control (U+0080 to U+009F), as UTF-8 writes it. */
+static bool c1(const unsigned char *p)
+{
+	return p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f;
+}
+
+/* A JSON string. Valid UTF-8 passes as it is, but for the control
+ * characters (C0, DEL and C1), written as \u00XX. A process or cgroup name
+ * need not be UTF-8: a byte that is not part of a valid sequence is written
+ * as \udcXX, a lone surrogate as Python's surrogateescape makes it, so that
+ * it is never taken for the character U+00XX. */
 void mr_json_string(FILE *out, const char *s)
 {
 	fputc('"', out);
@@ -102,11 +150,46 @@ void mr_json_string(FILE *out, const char *s)
 
 		if (*p == '"' || *p == '\\')
 			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f || len == 0)
+		else if (len == 0)
+			fprintf(out, "\\udc%02x", *p);
+		else if (*p < 0x20 || *p == 0x7f)
 			fprintf(out, "\\u%04x", *p);
+		else if (c1(p))
+			fprintf(out, "\\u%04x", p[1]);
 		else
 			fwrite(p, 1, len, out);
 		p += len ? len : 1;
 	}
 	fputc('"', out);
+}
+
+/* s made safe for a terminal, in buf: a byte of a control character (C0,
+ * DEL, C1) or of an invalid UTF-8 sequence is written as \xHH, and a
+ * backslash as \\, so that no name can move the cursor, set the title or
+ * pass for another. Cut short, not split, where buf ends. */
+const char *mr_text_escape(const char *s, char *buf, size_t len)
+{
+	size_t w = 0;
+
+	for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p;) {
+		size_t n = mr_utf8_len(p);
+		bool raw = n && *p >= 0x20 && *p != 0x7f && *p != '\\' && !c1(p);
+		size_t need = raw ? n : (n ? n : 1) * 4 - (*p == '\\' ? 2 : 0);
+
+		if (w + need >= len)
+			break;
+		if (raw) {
+			memcpy(buf + w, p, n);
+		} else if (*p == '\\') {
+			memcpy(buf + w, "\\\\", 2);
+		} else {
+			for (size_t i = 0; i < (n ? n : 1); i++)
+				snprintf(buf + w + 4 * i, 5, "\\x%02x", p[i]);
+		}
+		w += need;
+		p += n ? n : 1;
+	}
+	if (len)
+		buf[w] = '\0';
+	return buf;
 }

@@ -22,6 +22,12 @@
 #include <libproc2/meminfo.h>
 
 #include "mrelease.h"
+#include "sys.h"
+
+/* /proc/PID/stat is about 300 bytes; status about 1.5 KiB, smaps_rollup
+ * about 700. */
+#define STAT_MAX 1024
+#define STATUS_MAX 4096
 
 void mr_mem_unknown(struct mr_mem *mem)
 {
@@ -68,7 +74,7 @@ int mr_parse_stat(char *buf, char comm[MR_COMM_LEN], char *state, pid_t *ppid,
 int mr_proc_stat(const char *proc, pid_t pid, char comm[MR_COMM_LEN], char *state, pid_t *ppid,
 		 unsigned long *flags)
 {
-	char buf[1024];
+	char buf[STAT_MAX];
 	ssize_t n;
 
 	if ((n = read_proc(proc, pid, "stat", buf, sizeof(buf))) < 0)
@@ -92,7 +98,7 @@ static int64_t field_kb(const char *buf, const char *key)
 
 int mr_proc_tgid(const char *proc, pid_t pid, pid_t *tgid)
 {
-	char buf[4096];
+	char buf[STATUS_MAX];
 	int64_t v;
 	ssize_t n;
 
@@ -126,29 +132,64 @@ void mr_parse_mem(const char *buf, enum mr_measure_mode mode, struct mr_mem *mem
 	}
 }
 
-/* Returns -ESRCH, with zeros, when the process has been reaped, and another
- * -errno when its file cannot be read while it is there (-ENOENT: hidden,
- * as by hidepid; -EACCES: not ours to read; -EMFILE). A process whose
- * address space is gone but that is not yet reaped reads as zeros:
- * smaps_rollup answers ESRCH, status has no Vm lines.
+/* Whether a status line of pending signals ("SigPnd:\t0000000000000100")
+ * holds SIGKILL. */
+static bool kill_pending(const char *buf, const char *key)
+{
+	const char *p = strstr(buf, key);
+	unsigned long long mask;
+
+	return p && sscanf(p + strlen(key), "%llx", &mask) == 1 &&
+	       (mask & (1ULL << (SIGKILL - 1)));
+}
+
+/* Whether a process is dying, as far as /proc tells, for a dry run to
+ * predict what process_mrelease would say: its exit has begun (PF_EXITING),
+ * or a SIGKILL waits for it (a fatal signal, or another thread's exit,
+ * queues one to every thread). 1 yes, 0 no, -errno unreadable. */
+int mr_proc_dying(const char *proc, pid_t pid)
+{
+	char buf[STATUS_MAX], comm[MR_COMM_LEN], state;
+	unsigned long flags;
+	pid_t ppid;
+	int r;
+
+	if ((r = mr_proc_stat(proc, pid, comm, &state, &ppid, &flags)))
+		return r;
+	if ((flags & MR_PF_EXITING) || state == 'Z' || state == 'X')
+		return 1;
+	if ((r = (int)read_proc(proc, pid, "status", buf, sizeof(buf))) < 0)
+		return r;
+	return kill_pending(buf, "SigPnd:") || kill_pending(buf, "ShdPnd:");
+}
+
+/* The figures of the process behind pidfd, read from /proc/PID (pid: the
+ * process, or a live thread of it). Returns -ESRCH, with zeros, when it has
+ * been reaped, and another -errno when its file cannot be read while it is
+ * there (-ENOENT: hidden, as by hidepid; -EACCES: not ours to read;
+ * -EMFILE). A process whose address space is gone but that is not yet
+ * reaped reads as zeros: smaps_rollup answers ESRCH, status has no Vm
+ * lines.
  *
- * smaps_rollup walks the page tables under the target's mmap_lock, about
- * 7 ms a GiB; status reads the kernel's counters, O(1) and lock-free. */
-int mr_measure(const char *proc, enum mr_measure_mode mode, const struct mr_target *t,
+ * status reads the kernel's counters: O(1), and it takes none of the
+ * process's locks. smaps_rollup walks the page tables under the process's
+ * mmap_lock: about 20 ms a GiB here, and a process stuck while it holds
+ * that lock holds the reader too. */
+int mr_measure(const char *proc, enum mr_measure_mode mode, pid_t pid, int pidfd,
 	       struct mr_mem *mem)
 {
-	char buf[4096];
+	char buf[STATUS_MAX];
 	ssize_t n;
 
 	mr_mem_unknown(mem);
 	if (mode == MR_MEASURE_NONE)
 		return 0;
-	n = read_proc(proc, t->mm_pid, mode == MR_MEASURE_SMAPS ? "smaps_rollup" : "status", buf,
+	n = read_proc(proc, pid, mode == MR_MEASURE_SMAPS ? "smaps_rollup" : "status", buf,
 		      sizeof(buf));
 	/* Once the process is reaped its pid may name another process, whose
 	 * figures we may just have read: what the pidfd says afterwards
 	 * decides whether they are its figures, or it is gone. */
-	if (!mr_target_alive(t)) {
+	if (mr_sys_pidfd_send_signal(pidfd, 0) && errno == ESRCH) {
 		*mem = (struct mr_mem){ 0, 0, 0, 0 };
 		return -ESRCH;
 	}

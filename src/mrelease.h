@@ -1,24 +1,24 @@
 /* mrelease.h: the core library's interface.
  *
  * Map of src/:
- *   parse.c    strict parsers: numbers, seconds, pids, CPU lists, stdin pids
- *   file.c     small whole-file reads and writes, JSON strings
- *   sys.h      syscall shims: pidfd_open, pidfd_send_signal, process_mrelease
+ *   parse.c    strict parsers: numbers, seconds, pids, signals, CPU lists,
+ *              stdin pids
+ *   file.c     small whole-file reads and writes; JSON and terminal escaping
+ *   sys.h      syscall shims and kernel constants
  *   measure.c  /proc reads: identity and memory figures (direct), MemAvailable
  *              (libproc2)
  *   protect.c  what a run guards: its own memory and OOM score, descriptors,
  *              the chain of its ancestors
  *   target.c   opening a target by pidfd and checking what it is
- *   pool.c     the worker threads: figures and releases in parallel, with a
- *              watchdog for reads and releases that never return
+ *   pool.c     worker threads that run the jobs they are given
  *   release.c  signals through pidfds, process_mrelease with retries, waits
  *   cgroup.c   cgroup mounts, resolution, members, cgroup.kill, memory
- *   run.c      a whole run: selection and the kill policy, top to bottom
+ *   run.c      a whole run: selection and the kill, top to bottom
  *   sched.c    nice and CPU affinity of the releasing threads
  *
- * Nothing here prints or exits: functions return 0 or -errno, and what went
- * wrong with one target is recorded in that target (and what the run
- * noticed, in its notes) for cmd/ to report.
+ * Nothing here prints or exits: functions return 0 or -errno, and what
+ * became of each target is recorded in it (and what the run noticed, in its
+ * notes) for cmd/ to report.
  */
 #ifndef MRELEASE_H
 #define MRELEASE_H
@@ -36,44 +36,62 @@
 #define MR_PID_MAX 4194304 /* PID_MAX_LIMIT on 64-bit kernels */
 #define MR_COMM_LEN 16     /* TASK_COMM_LEN */
 #define MR_SECONDS_MAX 86400
-#define MR_WINDOWS 20      /* kill windows: the first kill, and the rescans */
+/* How long, in all, a run's readings of memory figures may hold up its
+ * kills; what is not read by then is given up. */
+#define MR_READ_BOUND_MS 100
 
-enum mr_measure_mode { MR_MEASURE_SMAPS, MR_MEASURE_STATUS, MR_MEASURE_NONE };
+enum mr_measure_mode { MR_MEASURE_STATUS, MR_MEASURE_SMAPS, MR_MEASURE_NONE };
 
-enum mr_status {
-	MR_PENDING,     /* selected, nothing decided yet */
-	MR_RELEASED,    /* its address space was stripped by process_mrelease */
-	MR_EXITED,      /* it was gone, or went by itself, before we released it */
-	MR_FAILED,
-	MR_SKIPPED,     /* dry run */
-	MR_INTERRUPTED, /* the run was interrupted before it was done with it */
+/* A target goes from selected towards released; each of the last six is
+ * where it ends. */
+enum mr_state {
+	MR_SELECTED,    /* named, or listed in a cgroup: nothing done yet */
+	MR_OPENED,      /* its pidfd is open, and it is what it should be */
+	MR_SIGNALLED,   /* a signal was accepted for it (t->signal) */
+	MR_RELEASED,    /* process_mrelease stripped its address space */
+	MR_EXITED,      /* gone, or its own exit freed it, before a release did */
+	MR_FAILED,      /* see t->reason */
+	MR_LEFT_OUT,    /* not a target after all (t->reason); not a failure */
+	MR_INTERRUPTED, /* a signal stopped the run before it was done with it */
+	MR_PREDICTED,   /* dry run: the run would kill (with --kill) and release it */
 };
 
-/* Why a target failed; cmd/ turns these into words. */
-enum mr_error {
-	MR_E_NONE,
-	MR_E_ERRNO,       /* see mr_target.errnum */
-	MR_E_OPEN,        /* pidfd_open failed: errnum */
-	MR_E_KILL,        /* SIGKILL could not be sent: errnum */
-	MR_E_TERM,        /* SIGTERM could not be sent: errnum */
-	MR_E_NO_PROCESS,  /* no such process when we looked */
-	MR_E_INIT,        /* pid 1 of our pid namespace */
-	MR_E_SELF,        /* mrelease itself */
-	MR_E_ANCESTOR,    /* a process mrelease runs under; see mr_target.comm */
-	MR_E_KTHREAD,
-	MR_E_THREAD,      /* a thread id, not a process; see mr_target.tgid */
-	MR_E_NOT_EXITING, /* not dying and --kill not given */
-	MR_E_SHARED_MM,   /* killed, but its address space is shared with a live process */
-	MR_E_NOSYS,       /* no process_mrelease and the fallback wait timed out */
-	MR_E_INODE,       /* not the pidfs inode that was asked for */
-	MR_E_NO_PIDFS,    /* an inode was given, but pidfds have none here */
-	MR_E_NO_PIDFD,    /* pidfd_open is missing */
-	MR_E_STUCK,       /* its open or release did not return in time; errnum: the job */
-	MR_E_MEMBERSHIP,  /* whether it is still in its cgroup cannot be read: errnum */
+/* Why a target failed or was left out. */
+enum mr_reason {
+	MR_R_NONE,
+	MR_R_NO_PROCESS,  /* named, and there is no such process */
+	MR_R_INIT,        /* pid 1 of our pid namespace */
+	MR_R_SELF,        /* mrelease itself */
+	MR_R_ANCESTOR,    /* a process mrelease runs under; see t->comm */
+	MR_R_KTHREAD,
+	MR_R_THREAD,      /* a thread id, not a process; see t->tgid */
+	MR_R_INODE,       /* not the pidfs inode that was asked for (t->ino) */
+	MR_R_NO_PIDFS,    /* an inode was asked for, but pidfds have none here */
+	MR_R_NO_PIDFD,    /* pidfd_open is missing */
+	MR_R_OPEN,        /* pidfd_open failed: errnum */
+	MR_R_FIRST,       /* the --grace signal could not be sent: errnum */
+	MR_R_KILL,        /* SIGKILL could not be sent: errnum */
+	MR_R_RELEASE,     /* process_mrelease failed: errnum */
+	MR_R_NOT_EXITING, /* not dying, and --kill not given */
+	MR_R_SHARED_MM,   /* killed, but its address space is shared with a live process */
+	MR_R_NOSYS,       /* no process_mrelease, and it did not exit within the wait */
+	MR_R_STUCK,       /* its release did not return within the bound */
+	MR_R_NO_WORKER,   /* no worker thread was left to release it */
+	MR_R_MEMBERSHIP,  /* whether it is in its cgroup cannot be read: errnum */
+	/* Left out: */
+	MR_R_LEFT,        /* not in the cgroup (any more) when its kill came */
+	MR_R_GONE,        /* a cgroup member that was gone before it was opened */
+	MR_R_NOT_DYING,   /* --dying: it is not dying */
 };
 
-/* proc_errnum of figures given up because reading them made no progress. */
-#define MR_GAVE_UP (-1)
+/* Why a target's figures are null. */
+enum mr_figures {
+	MR_FIG_READ,      /* read, or not asked for (--measure=none) */
+	MR_FIG_ERRNO,     /* fig_file could not be read: fig_errnum */
+	MR_FIG_GIVEN_UP,  /* not read within MR_READ_BOUND_MS */
+	MR_FIG_NO_THREAD, /* no worker thread to read them without delaying the kill */
+	MR_FIG_LATE,      /* found by a later listing of a cgroup killed until empty */
+};
 
 struct mr_mem {
 	int64_t rss_kb, pss_kb, anon_kb, swap_kb;
@@ -81,37 +99,36 @@ struct mr_mem {
 
 struct mr_target {
 	pid_t pid;
-	uint64_t want_ino; /* the pidfs inode it must have, or 0 */
-	uint64_t ino;      /* its pidfd's pidfs inode, 0 before Linux 6.9 */
+	int cgroup;  /* index into the run's cgroups, or -1 */
+	enum mr_state state;
+	enum mr_reason reason;
+	int errnum;
+	int signal;  /* the last signal accepted for it, or 0 */
 	int pidfd;
+	uint64_t ino; /* its pidfd's pidfs inode (0 before Linux 6.9), or with
+		       * MR_R_INODE the one that was asked for */
+	bool named;  /* named by pid, not only found in a cgroup */
+	bool stdin;  /* named on standard input */
 	pid_t tgid;
 	pid_t mm_pid; /* where /proc shows its memory: pid, or a live thread */
 	char comm[MR_COMM_LEN];
-	int cgroup; /* index into the run's cgroups, or -1 */
 	struct mr_mem before, after;
-	/* The figures are optional, the kill is not: a /proc file that could
-	 * not be read leaves the figures null and is only a warning. */
-	const char *proc_file; /* the file, or NULL when all went well */
-	int proc_errnum;
+	/* The figures are optional, the kill is not. */
+	enum mr_figures figures;
+	const char *fig_file;
+	int fig_errnum;
 	int64_t release_us;
-	enum mr_status status;
-	enum mr_error error;
-	int errnum;
-	bool termed;   /* SIGTERM sent (--grace) */
-	bool killed;   /* SIGKILL sent, through its pidfd or cgroup.kill */
-	bool waiting;  /* no process_mrelease: its exit is to be waited for */
-	bool dropped;  /* a cgroup member whose pid went to another process */
-	bool named;    /* named by pid, not only found in a cgroup */
-	bool stuck;    /* its open or release never returned: left behind */
-	bool rescanned; /* found by the second listing, after the kill began */
-	pid_t ppid;    /* its parent, from /proc/PID/stat, or 0 */
 	signed char exited; /* after --wait: 1 gone, 0 still running; -1 not asked */
 };
 
-/* How a cgroup's members were killed. */
-enum mr_cgkill { MR_CGKILL_NONE, MR_CGKILL_FILE, MR_CGKILL_PIDFD };
+/* How a cgroup's members are killed. */
+enum mr_cgkill {
+	MR_CGKILL_NONE,
+	MR_CGKILL_FILE,        /* one write to cgroup.kill */
+	MR_CGKILL_UNTIL_EMPTY, /* list, kill each through its pidfd, list again */
+};
 
-/* A cgroup named by --cgroup, with what was found and done in it. */
+/* A cgroup named by --cgroup or --unit, with what was found and done. */
 struct mr_cgroup {
 	char *path;        /* absolute, as resolved */
 	char *rel;         /* as /proc/PID/cgroup names it */
@@ -119,11 +136,13 @@ struct mr_cgroup {
 	bool v2;
 	bool root;         /* the top of a cgroup mount: every process below it */
 	char *memory_file; /* memory.current, or v1 memory.usage_in_bytes; or NULL */
-	bool holds_protected; /* holds mrelease, pid 1 or a protected ancestor */
 	enum mr_cgkill kill;
-	bool kill_sent;    /* cgroup.kill was written */
+	bool killed;       /* cgroup.kill was written, or kill-until-empty ended empty */
+	int kill_errnum;   /* the write to cgroup.kill, or the listing, failed */
+	unsigned int rounds;  /* kill until empty: listings */
+	size_t remaining;  /* members not killed when kill-until-empty stopped */
 	size_t outside;    /* members outside our pid namespace (listed as 0) */
-	size_t members, released, failed;
+	size_t members, released, failed, left_out;
 	int64_t memory_before_kb, memory_after_kb;
 };
 
@@ -151,6 +170,7 @@ struct mr_sched {
  * ("PID:INODE"), or 0 for any. */
 struct mr_pidspec {
 	pid_t pid;
+	bool stdin; /* read from standard input: a generated list */
 	uint64_t ino;
 };
 
@@ -159,51 +179,55 @@ struct mr_pidlist {
 	size_t len, cap;
 };
 
-/* What a run noticed, for cmd/ to tell with --verbose (or always, where
- * the kind says so in cmd/). */
+/* What a run noticed, for cmd/ to tell (some only with --verbose). */
 enum mr_note_kind {
-	MR_N_THREADS,        /* n: threads the pool runs on */
-	MR_N_THREADS_SHORT,  /* errnum: fewer threads than asked (n started) */
-	MR_N_LEFT_OUT,       /* pid, cgroup, why (an mr_error), comm */
-	MR_N_CGKILL,         /* cgroup: killed with cgroup.kill */
-	MR_N_CGKILL_PIDFD,   /* cgroup, why: killed through pidfds instead */
-	MR_N_CGKILL_FAILED,  /* cgroup, errnum: cgroup.kill failed; pidfds instead */
-	MR_N_LATE_FORK,      /* pid, cgroup: forked before the kill, or by a killed
-			      * member (why 1); killed too */
-	MR_N_LATE_ARRIVAL,   /* pid, cgroup: came after the kill began; left alone */
-	MR_N_MOVED_IN,       /* pid, cgroup: moved in after the listing; left alone */
-	MR_N_NO_RESCAN,      /* cgroup: no watermarks (no pidfs, or no thread for
-			      * them): only children of killed members are found */
-	MR_N_REUSED,         /* pid, cgroup: its pid went to a newer process since
-			      * the listing; left alone */
-	MR_N_OUTSIDE,        /* cgroup, n: members outside our pid namespace,
-			      * killed by cgroup.kill, never seen */
-	MR_N_RESCAN_FAILED,  /* cgroup, errnum */
-	MR_N_BATCHES,        /* n: batches, for want of descriptors */
-	MR_N_FIGURES_STALLED,/* n: targets whose figures were given up */
-	MR_N_STALLED,        /* n: threads stuck; one more was started */
-	MR_N_RETRIES,        /* n: process_mrelease retries */
-	MR_N_NOSYS,          /* no process_mrelease: waited for the exits */
-	MR_N_GRACE_CUT,      /* the grace was cut short by a signal */
-	MR_N_INTERRUPTED,    /* n: targets left unfinished; why: 1 while waiting */
-	MR_N_STUCK,          /* n: targets whose open or release never returned;
-			      * why: the job */
+	MR_N_THREADS,       /* n: threads the jobs run on (0: the main thread) */
+	MR_N_THREADS_SHORT, /* n, errnum: fewer threads than asked */
+	MR_N_NICE,          /* errnum: --nice could not be applied */
+	MR_N_AFFINITY,      /* errnum: --affinity could not be applied */
+	MR_N_CGKILL,        /* cgroup: killed with cgroup.kill */
+	MR_N_UNTIL_EMPTY,   /* cgroup, n: killed until empty in n listings */
+	MR_N_NOT_EMPTY,     /* cgroup, n: n members remain after kill-until-empty */
+	MR_N_KILL_FAILED,   /* cgroup, errnum: its kill failed */
+	MR_N_OUTSIDE,       /* cgroup, n: members outside our pid namespace, not
+			     * released (no --kill) */
+	MR_N_GIVEN_UP,      /* n: targets whose figures were given up */
+	MR_N_STUCK,         /* n: releases that did not return in time */
+	MR_N_RETRIES,       /* n: process_mrelease retries */
+	MR_N_NOSYS,         /* no process_mrelease: waited for the exits */
+	MR_N_GRACE_END,     /* pid, comm, sig, n (ms): did not exit in the grace */
+	MR_N_NOT_DYING,     /* n: --dying: processes not dying, left alone */
+	MR_N_INTERRUPTED,   /* n: targets left unfinished */
 };
-
-enum mr_cgkill_why { MR_WHY_PROTECTED, MR_WHY_V1, MR_WHY_NO_RECURSIVE, MR_WHY_GRACE };
 
 struct mr_note {
 	enum mr_note_kind kind;
 	pid_t pid;
-	int cgroup;
+	int cgroup; /* index into the run's cgroups, or -1 */
 	int errnum;
-	int why; /* MR_N_LEFT_OUT: an mr_error; MR_N_CGKILL_PIDFD: an mr_cgkill_why */
+	int sig;
 	size_t n;
 	char comm[MR_COMM_LEN];
 };
 
-/* The processes a run never touches without --force (and some not even
- * then): itself, and the chain of processes it runs under. */
+/* Why a cgroup is not killed at all: what it holds. */
+enum mr_refusal {
+	MR_REFUSE_NONE,
+	MR_REFUSE_SELF,     /* mrelease itself */
+	MR_REFUSE_ANCESTOR, /* a process mrelease runs under (pid 1 included) */
+	MR_REFUSE_OUTSIDE,  /* a member outside our pid namespace (listed as 0) */
+	MR_REFUSE_HIDDEN,   /* a member whose /proc entry cannot be read */
+};
+
+struct mr_refused {
+	enum mr_refusal what;
+	int cgroup;
+	pid_t pid;
+	char comm[MR_COMM_LEN];
+};
+
+/* The processes a run never kills: itself, and the chain of processes it
+ * runs under, up to pid 1. */
 struct mr_ancestor {
 	pid_t pid;
 	char comm[MR_COMM_LEN];
@@ -211,14 +235,14 @@ struct mr_ancestor {
 
 /* What the caller asks of a run. */
 struct mr_config {
-	bool kill, dry_run, recursive, force, wait, grace;
+	bool kill, dry_run, recursive, wait, grace, dying;
+	int first_signal; /* --grace: sent first (SIGTERM) */
 	enum mr_measure_mode measure;
 	unsigned int grace_ms, wait_ms;
 	unsigned int jobs; /* 0: one per CPU of the affinity set */
 	struct mr_sched sched;
 	/* The signal mask while the run waits: the caller blocks the signals
-	 * that should end a wait, and lets them in here; a signal caught then
-	 * interrupts the run. */
+	 * that interrupt a run, and lets them in here. */
 	sigset_t waitmask;
 	const char *proc; /* "/proc": a seam for tests */
 	int64_t start_us; /* when mrelease started, for kill_us */
@@ -229,30 +253,24 @@ struct mr_run {
 	struct mr_config cfg;
 	struct mr_target *targets;
 	size_t ntargets;
+	pid_t *missing; /* named pids with no such process, kept small */
+	size_t nmissing;
 	struct mr_cgmounts mounts;
 	struct mr_cgroup *cgroups;
 	size_t ncgroups;
-	struct mr_ancestor *ancestors; /* parent first, up to (not with) pid 1 */
+	struct mr_ancestor *ancestors; /* parent first, up to pid 1 */
 	size_t nancestors;
 	struct mr_note *notes;
 	size_t nnotes;
+	struct mr_refused refused;
 	unsigned int threads;
+	bool nice_applied, affinity_applied;
 	int64_t mem_available_before_kb, mem_available_after_kb;
-	int64_t kill_us;    /* from cfg.start_us to the last SIGKILL, or unknown */
-	unsigned int bound_ms; /* how long a stuck open or release is given */
-	int64_t elapsed_us; /* from the first signal to the end, or unknown */
-	bool sent;          /* a signal or release went out: a fatal error reports */
-	bool interrupted;   /* a signal caught while waiting ended the run */
-	bool interrupted_waiting; /* ... during --wait, after the releases */
-	/* pidfs watermarks (0: none): before and after the first listing,
-	 * and the kill windows: from a listing to the end of the kill loop
-	 * that follows it (without --grace the first one opens at the first
-	 * listing). They tell a pid reused since the listing, and a late fork
-	 * from a late arrival. */
-	uint64_t listed_ino, listed_end_ino;
-	uint64_t win_lo[MR_WINDOWS], win_hi[MR_WINDOWS];
-	size_t nwin;
-	bool win_open;
+	int64_t kill_us;    /* from cfg.start_us to the last kill, or unknown */
+	unsigned int bound_ms; /* how long a release may make no progress */
+	int64_t elapsed_us; /* from the first signal or release to the end */
+	bool sent;          /* a signal or release went out */
+	bool interrupted;   /* a signal stopped the run */
 	char fatal[4200];   /* with a -errno from mr_run(): the step that failed */
 };
 
@@ -261,18 +279,22 @@ int mr_parse_long(const char *s, long min, long max, long *out);
 int mr_parse_seconds(const char *s, unsigned int max_s, unsigned int *ms);
 int mr_parse_pid(const char *s, pid_t *pid);
 int mr_parse_pidspec(const char *s, struct mr_pidspec *spec);
+int mr_parse_signal(const char *s, int *sig);
+const char *mr_signal_name(int sig);
 int mr_parse_cpulist(const char *s, cpu_set_t *set);
 int mr_cpus_online(cpu_set_t *set);
 int mr_pidlist_add(struct mr_pidlist *l, struct mr_pidspec spec);
-int mr_pidlist_read(struct mr_pidlist *l, FILE *in, char *bad, size_t badlen);
+int mr_pidlist_read(struct mr_pidlist *l, FILE *in, bool from_stdin, char *bad, size_t badlen);
 void mr_pidlist_free(struct mr_pidlist *l);
 
 /* file.c */
 ssize_t mr_read_file(const char *path, char *buf, size_t len);
 ssize_t mr_read_fileat(int dirfd, const char *name, char *buf, size_t len);
+ssize_t mr_read_file_all(const char *path, char **buf);
 int mr_write_file(const char *dir, const char *name, const char *text);
 size_t mr_utf8_len(const unsigned char *p);
 void mr_json_string(FILE *out, const char *s);
+const char *mr_text_escape(const char *s, char *buf, size_t len);
 
 /* measure.c */
 int mr_parse_stat(char *buf, char comm[MR_COMM_LEN], char *state, pid_t *ppid,
@@ -281,7 +303,8 @@ void mr_parse_mem(const char *buf, enum mr_measure_mode mode, struct mr_mem *mem
 int mr_proc_stat(const char *proc, pid_t pid, char comm[MR_COMM_LEN], char *state,
 		 pid_t *ppid, unsigned long *flags);
 int mr_proc_tgid(const char *proc, pid_t pid, pid_t *tgid);
-int mr_measure(const char *proc, enum mr_measure_mode mode, const struct mr_target *t,
+int mr_proc_dying(const char *proc, pid_t pid);
+int mr_measure(const char *proc, enum mr_measure_mode mode, pid_t pid, int pidfd,
 	       struct mr_mem *mem);
 int mr_mem_available_kb(int64_t *kb);
 void mr_mem_unknown(struct mr_mem *mem);
@@ -289,22 +312,21 @@ void mr_mem_unknown(struct mr_mem *mem);
 /* protect.c */
 void mr_protect_self(void);
 int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n);
-size_t mr_fd_budget(const char *proc, size_t want, size_t reserve);
+void mr_fd_room(size_t want);
 
 /* target.c */
-void mr_target_init(struct mr_target *t, struct mr_pidspec spec, int cgroup);
-int mr_target_open(const struct mr_run *run, struct mr_target *t);
+void mr_target_init(struct mr_target *t, pid_t pid, int cgroup);
+int mr_target_open(const struct mr_run *run, struct mr_target *t, uint64_t want_ino);
 bool mr_target_alive(const struct mr_target *t);
-void mr_target_fail(struct mr_target *t, enum mr_error error, int errnum);
+void mr_target_end(struct mr_target *t, enum mr_state state, enum mr_reason reason, int errnum);
 void mr_target_close(struct mr_target *t);
 int mr_pidfd_inode(int pidfd, uint64_t *ino);
+const struct mr_ancestor *mr_ancestor_of(const struct mr_run *run, pid_t pid);
 
 /* release.c */
-int mr_target_signal(struct mr_target *t, int sig);
-void mr_target_release(struct mr_target *t, bool once, unsigned int *retries, bool *nosys);
-int mr_wait_exit(struct mr_target **waiting, size_t n, int64_t deadline_us,
-		 const sigset_t *mask, size_t *left);
-int mr_pid_watermark(uint64_t *ino);
+int mr_pidfd_signal(int pidfd, int sig);
+int mr_release(int pidfd, unsigned int *retries);
+int mr_wait_exit(int *pidfds, size_t n, int64_t deadline_us, const sigset_t *mask, bool *gone);
 int64_t mr_now_us(void);
 
 /* cgroup.c */
@@ -314,37 +336,43 @@ void mr_cgmounts_free(struct mr_cgmounts *ms);
 const struct mr_cgmount *mr_cgmounts_v2(const struct mr_cgmounts *ms);
 const struct mr_cgmount *mr_cgmounts_v1(const struct mr_cgmounts *ms, const char *controller);
 int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_cgroup *cg,
-		      char *tried, size_t triedlen);
+		      char *tried, size_t triedlen, char *other, size_t otherlen);
+int mr_cgroup_units(const struct mr_cgmounts *ms, const char *name, char ***paths, size_t *n);
 void mr_cgroup_free(struct mr_cgroup *cg);
 int mr_cgroup_members(const struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out,
 		      size_t *outside);
 int mr_cgroup_holds(const char *proc, const struct mr_cgroup *cg, pid_t pid, bool recursive);
 int mr_cgroup_kill(const struct mr_cgroup *cg);
+bool mr_cgroup_can_kill(const struct mr_cgroup *cg);
 int mr_cgroup_memory_kb(const struct mr_cgroup *cg, int64_t *kb);
 
 /* sched.c */
-int mr_sched_apply(const struct mr_sched *s);
+void mr_sched_apply(const struct mr_sched *s, int *nice_err, int *affinity_err);
 
-/* pool.c */
-enum mr_job {
-	MR_JOB_OPEN,        /* open, check and read the figures */
-	MR_JOB_TRY_RELEASE, /* release if dying already; leave pending if not */
-	MR_JOB_RELEASE,
+/* pool.c: threads that run the jobs they are given. A job is the caller's
+ * (it embeds struct mr_job first) until it is submitted, then the pool's
+ * until mr_pool_collect() hands it back done; one abandoned is dropped by
+ * the pool once done, by whichever thread finishes it. */
+struct mr_job {
+	void (*run)(struct mr_job *job);  /* on a worker thread */
+	void (*drop)(struct mr_job *job); /* frees it, and all it holds */
+	struct mr_job *next;              /* the pool's */
+	int state;                        /* the pool's */
 };
 struct mr_pool;
-int mr_pool_start(struct mr_pool **p, struct mr_run *run, unsigned int jobs);
-int mr_pool_ready(struct mr_pool *p);
-int mr_pool_run(struct mr_pool *p, enum mr_job job, struct mr_target **items, size_t n,
-		unsigned int bound_ms);
-void mr_pool_stats(struct mr_pool *p, unsigned int *retries, bool *nosys);
+int mr_pool_start(struct mr_pool **p, unsigned int threads, const struct mr_sched *s,
+		  unsigned int *started, int *errnum);
+void mr_pool_ready(struct mr_pool *p, int *nice_err, int *affinity_err);
+void mr_pool_submit(struct mr_pool *p, struct mr_job *job);
+int mr_pool_collect(struct mr_pool *p, int64_t deadline_us, const sigset_t *mask,
+		    struct mr_job **done);
+void mr_pool_abandon(struct mr_pool *p, struct mr_job *job);
+unsigned int mr_pool_live(struct mr_pool *p);
 void mr_pool_stop(struct mr_pool *p);
 
 /* run.c */
 void mr_run_init(struct mr_run *run, const struct mr_config *cfg);
 void mr_note_add(struct mr_run *run, struct mr_note note);
-void mr_run_open(const struct mr_run *run, struct mr_target *t);
-void mr_run_figures(const struct mr_run *run, enum mr_job job, struct mr_target *t,
-		    enum mr_measure_mode mode);
 int mr_run(struct mr_run *run, const struct mr_pidlist *named);
 void mr_run_free(struct mr_run *run);
 

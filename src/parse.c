@@ -4,8 +4,10 @@
 #define _GNU_SOURCE
 #include <ctype.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "mrelease.h"
 
@@ -28,7 +30,7 @@ int mr_parse_long(const char *s, long min, long max, long *out)
 }
 
 /* Seconds as "N" or "N.F" with up to three decimals, 0 to max_s, into
- * milliseconds. */
+ * milliseconds. -EDOM: more than three decimals. */
 int mr_parse_seconds(const char *s, unsigned int max_s, unsigned int *ms)
 {
 	const char *dot = s ? strchr(s, '.') : NULL;
@@ -46,7 +48,11 @@ int mr_parse_seconds(const char *s, unsigned int max_s, unsigned int *ms)
 		return 0;
 	}
 	len = (size_t)(dot - s);
-	if (len >= sizeof(whole) || !dot[1] || strlen(dot + 1) > 3)
+	if (len >= sizeof(whole) || !dot[1])
+		return -EINVAL;
+	if (strlen(dot + 1) > 3 && strspn(dot + 1, "0123456789") == strlen(dot + 1))
+		return -EDOM;
+	if (strlen(dot + 1) > 3)
 		return -EINVAL;
 	memcpy(whole, s, len);
 	whole[len] = '\0';
@@ -89,6 +95,7 @@ int mr_parse_pidspec(const char *s, struct mr_pidspec *spec)
 	int r;
 
 	spec->ino = 0;
+	spec->stdin = false;
 	if (!colon)
 		return mr_parse_pid(s, &spec->pid);
 	len = (size_t)(colon - s);
@@ -108,6 +115,35 @@ int mr_parse_pidspec(const char *s, struct mr_pidspec *spec)
 		return -ERANGE;
 	spec->ino = ino;
 	return 0;
+}
+
+/* The standard signals, 1 to 31, by number or by name as kill -l writes it
+ * ("TERM"), in any case, with or without "SIG". */
+int mr_parse_signal(const char *s, int *sig)
+{
+	long v;
+
+	if (s && mr_parse_long(s, 1, 31, &v) == 0) {
+		*sig = (int)v;
+		return 0;
+	}
+	if (!s || !*s || isdigit((unsigned char)*s))
+		return -EINVAL;
+	if (strncasecmp(s, "SIG", 3) == 0)
+		s += 3;
+	for (int i = 1; i <= 31; i++) {
+		if (strcasecmp(s, sigabbrev_np(i)) == 0) {
+			*sig = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* "TERM" for SIGTERM; NULL for 0. */
+const char *mr_signal_name(int sig)
+{
+	return sig ? sigabbrev_np(sig) : NULL;
 }
 
 static int parse_cpu(const char **p, long *cpu)
@@ -180,7 +216,7 @@ int mr_cpus_online(cpu_set_t *set)
 int mr_pidlist_add(struct mr_pidlist *l, struct mr_pidspec spec)
 {
 	if (l->len >= MR_PID_MAX)
-		return -E2BIG;
+		return -ENOSPC;
 	if (l->len == l->cap) {
 		size_t cap = l->cap ? 2 * l->cap : 64;
 		struct mr_pidspec *v = reallocarray(l->v, cap, sizeof(*v));
@@ -194,12 +230,14 @@ int mr_pidlist_add(struct mr_pidlist *l, struct mr_pidspec spec)
 	return 0;
 }
 
-/* Read whitespace-separated pids (or PID:INODE) from in. A word longer than
- * any of them is
- * refused without reading it whole, so the input cannot grow our memory
- * beyond the pid list itself. On -EINVAL or -ERANGE the offending word
- * (cut to badlen) is left in bad. */
-int mr_pidlist_read(struct mr_pidlist *l, FILE *in, char *bad, size_t badlen)
+/* Read whitespace-separated pids (or PID:INODE) from in, marked as read
+ * from standard input or not. A word longer than any of them is refused
+ * without reading it whole, so the input cannot grow our memory
+ * beyond the pid list itself. On -EINVAL or -ERANGE the offending word is
+ * left in bad, as it was read; on -EILSEQ (a NUL) what came before the NUL;
+ * on -E2BIG (a word too long) its start. -ENOSPC: more than MR_PID_MAX
+ * pids. */
+int mr_pidlist_read(struct mr_pidlist *l, FILE *in, bool from_stdin, char *bad, size_t badlen)
 {
 	char word[32]; /* "4194304:" and a 64-bit inode */
 	struct mr_pidspec spec;
@@ -211,14 +249,14 @@ int mr_pidlist_read(struct mr_pidlist *l, FILE *in, char *bad, size_t badlen)
 		/* A NUL would end the word early and let what follows it pass. */
 		if (c == '\0') {
 			word[len] = '\0';
-			snprintf(bad, badlen, "%s\\0...", word);
-			return -EINVAL;
+			snprintf(bad, badlen, "%s", word);
+			return -EILSEQ;
 		}
 		if (c != EOF && !isspace(c)) {
 			if (len == sizeof(word) - 1) {
 				word[len] = '\0';
-				snprintf(bad, badlen, "%s...", word);
-				return -ERANGE;
+				snprintf(bad, badlen, "%s", word);
+				return -E2BIG;
 			}
 			word[len++] = (char)c;
 			continue;
@@ -230,6 +268,7 @@ int mr_pidlist_read(struct mr_pidlist *l, FILE *in, char *bad, size_t badlen)
 				snprintf(bad, badlen, "%s", word);
 				return r;
 			}
+			spec.stdin = from_stdin;
 			if ((r = mr_pidlist_add(l, spec)))
 				return r;
 		}

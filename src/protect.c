@@ -10,13 +10,12 @@
  *
  * Its ancestors: a pattern that matches the script running mrelease
  * ("pgrep -f victim | mrelease --kill -") names that script. The chain of
- * parents up to pid 1 is read once, at the start, and never a target
- * without --force.
+ * parents up to pid 1 is read once, at the start: none of them is ever
+ * killed, and a cgroup that holds one is not killed at all.
  *
  * Its descriptors: each target holds a pidfd through the run.
  */
 #define _GNU_SOURCE
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -27,10 +26,7 @@
 #include <unistd.h>
 
 #include "mrelease.h"
-
-#ifndef MCL_ONFAULT
-#define MCL_ONFAULT 4
-#endif
+#include "sys.h"
 
 void mr_protect_self(void)
 {
@@ -46,10 +42,11 @@ void mr_protect_self(void)
 		errno = 0;
 }
 
-/* The parent chain, parent first, without pid 1 (refused anyway) and
- * without mrelease. It ends at a parent outside our pid namespace (ppid 0),
- * one that is gone, or one we may not see (hidepid: then we may not signal
- * it either). Any other failure to read it is an error: a chain cut short
+/* The parent chain, parent first, up to pid 1 of our pid namespace, without
+ * mrelease itself. It ends where the parent is outside our pid namespace
+ * (ppid 0), gone, or hidden from us (hidepid: then we may not signal it
+ * either, and a cgroup that holds it is refused as holding a process we
+ * cannot see). Any other failure to read it is an error: a chain cut short
  * would leave the rest of it unprotected. */
 int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n)
 {
@@ -57,7 +54,7 @@ int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n)
 
 	*out = NULL;
 	*n = 0;
-	while (pid > 1 && *n < 4096) {
+	while (pid > 0 && *n < 4096) {
 		struct mr_ancestor *a;
 		unsigned long flags;
 		pid_t ppid;
@@ -71,57 +68,39 @@ int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n)
 		a = &a[*n];
 		a->pid = pid;
 		r = mr_proc_stat(proc, pid, a->comm, &state, &ppid, &flags);
-		if (r == -ENOENT || r == -ESRCH || r == -EACCES)
-			break;
-		if (r)
+		if (r && r != -ENOENT && r != -ESRCH && r != -EACCES)
 			return r;
+		/* One we cannot read is kept by its pid, nameless, and ends
+		 * the chain. */
+		if (r)
+			a->comm[0] = '\0';
 		(*n)++;
+		if (r)
+			break;
 		pid = ppid;
 	}
 	return 0;
 }
 
-static size_t open_fds(const char *proc)
+/* Room for want descriptors at once: each target holds a pidfd through the
+ * run, and a deep cgroup tree is walked with a few more. The soft limit is
+ * raised to the hard one (no code here uses select), and the hard one too
+ * where that is permitted (CAP_SYS_RESOURCE). What still does not fit
+ * fails to open, with EMFILE, and is reported. */
+void mr_fd_room(size_t want)
 {
-	char path[PATH_MAX];
-	DIR *d;
-
-	snprintf(path, sizeof(path), "%s/self/fd", proc);
-	d = opendir(path);
-	size_t n = 0;
-
-	if (!d)
-		return 3;
-	while (readdir(d))
-		n++;
-	closedir(d);
-	/* ".", ".." and the directory's own descriptor. */
-	return n > 3 ? n - 3 : 0;
-}
-
-/* How many pidfds the run can hold at once, reserve descriptors kept aside
- * for the files it reads meanwhile. The soft limit is raised as far as
- * needed, and the hard one too where that is permitted (CAP_SYS_RESOURCE);
- * what is still short is made up by working in batches. */
-size_t mr_fd_budget(const char *proc, size_t want, size_t reserve)
-{
-	size_t used = open_fds(proc), need = want + reserve + used;
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl))
-		return want;
-	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < need) {
-		if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
-			struct rlimit more = { need, need };
+		return;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want) {
+		struct rlimit more = { want, want };
 
-			if (setrlimit(RLIMIT_NOFILE, &more) == 0)
-				return want;
-		}
-		rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need ? rl.rlim_max : need;
-		if (setrlimit(RLIMIT_NOFILE, &rl) || getrlimit(RLIMIT_NOFILE, &rl))
-			return 1;
+		if (setrlimit(RLIMIT_NOFILE, &more) == 0)
+			return;
 	}
-	if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= need)
-		return want;
-	return rl.rlim_cur > used + reserve ? rl.rlim_cur - used - reserve : 1;
+	if (rl.rlim_cur != rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
 }

@@ -1,33 +1,31 @@
-/* run.c: a whole run, top to bottom. It gathers the targets (the pids
- * named and the members of the cgroups, less what must never be touched),
- * has them opened and their figures read on the worker threads, signals
- * them from the main thread, has them released on the worker threads, and
- * waits for them if asked to.
+/* run.c: a whole run, top to bottom: select the targets (the pids named,
+ * the members of the cgroups, or with --dying every process), open each
+ * as a pidfd, read their figures on the worker threads, kill, release on
+ * the worker threads, and wait if asked to.
  *
- * Killing a cgroup:
- * - A v2 cgroup and its descendants are killed with cgroup.kill: one write,
- *   and the kernel also kills whatever forks while it runs. Nothing is
- *   frozen, and nothing is listed again afterwards, so a process that
- *   arrives later (a service restarted into the same cgroup) is never
- *   touched.
- * - Where cgroup.kill cannot be used (cgroup v1; --no-recursive; a cgroup
- *   that holds mrelease, pid 1 or, without --force, one of mrelease's
- *   ancestors; --grace, where seconds pass between the first signal and
- *   the kill), each member is killed through its own pidfd, and the cgroup
- *   is listed again after each kill, until no late fork turns up. A late
- *   fork is a process made in a kill window: from a listing to the end of
- *   the kill loop that follows it (pidfs numbers processes in the order
- *   they are made, so watermarks taken at both ends tell). With --grace,
- *   seconds pass between the SIGTERM and the SIGKILL: the first window
- *   closes at the SIGTERM, and one more listing just before the SIGKILL
- *   takes the members' descendants, told by their parents, who are still
- *   alive then (a child is given to another parent the moment its own
- *   dies). Anything else found is left alone: an older process that moved
- *   in, or a new one that arrived from elsewhere (a restarted service).
- *   Without pidfs (before Linux 6.9) only the descendants are found.
+ * The contracts, each kept by one function below:
+ * - The kill never waits for a reading: figures are read on worker threads,
+ *   and what is not read MR_READ_BOUND_MS after the readings began (counted
+ *   once for the run) is given up (read_before).
+ * - A v2 cgroup, recursively, is killed with one write to cgroup.kill: the
+ *   kernel kills everything in the subtree at that moment, forks and
+ *   migrations included. Nothing is listed or signalled after it
+ *   (kill_by_file).
+ * - Where cgroup.kill cannot say what was asked (v1, --no-recursive), the
+ *   cgroup is killed until empty: list it, open each pid, check that it is
+ *   still a member, SIGKILL it, and list again, until a listing finds no
+ *   member that has not been killed, as systemd does (kill_until_empty).
+ * - A cgroup that holds mrelease, one of its ancestors, or a process it
+ *   cannot see is not killed at all: checked at the first listing, and
+ *   again just before the write and before each listing's kills
+ *   (check_listing).
+ * - A signal that interrupts the run stops it: no further signal is sent
+ *   (stopped, before each one).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,31 +33,37 @@
 
 #include "mrelease.h"
 
-/* Descriptors kept aside, beyond one per worker, for what the run reads
- * while it holds the pidfds: cgroup directories, /proc files, meminfo. */
-#define FD_RESERVE 8
-
-/* A release or an open that has not returned this long after the last
- * progress, with nothing else left to do, is left behind; at least this
- * much even with --wait 0. */
+/* Descriptors kept aside, beyond the pidfds: the jobs' duplicates, cgroup
+ * walks, /proc files, meminfo. */
+#define FD_RESERVE 64
+/* A release that has not returned this long is left behind (the bound is
+ * --wait's time, and at least this much, even with --wait 0). */
 #define BOUND_MIN_MS 1000
-/* Second listings of cgroups killed through pidfds: a late fork's own late
- * forks turn up in the next one; a killed process cannot fork again. */
-#define LATE_ROUNDS 16
+/* Kill until empty: at most this many listings of one cgroup, and no longer
+ * than the bound. A killed process cannot fork, so each listing finds only
+ * what was made before the kill before it. */
+#define ROUNDS_MAX 64
+/* Jobs handed to the pool ahead of the threads: each holds a descriptor. */
+#define JOBS_PER_THREAD 2
 
+/* A pid to select, from a name or a listing. */
 struct pick {
-	struct mr_pidspec spec;
+	pid_t pid;
 	int cgroup;
-	bool named;
+	uint64_t ino;
+	bool named, stdin;
 };
 
-/* What the phases of one run share. */
+/* What one run shares between its steps; only run.c sees it. */
 struct act {
 	struct mr_run *run;
 	struct mr_pool *pool;
-	int64_t act_start;     /* the first signal or release */
-	bool late_forks;       /* some cgroup is killed through pidfds */
-	bool batched;          /* short of descriptors: no second listing */
+	sigset_t held;        /* the signals that interrupt a run */
+	int64_t read_left_us; /* what is left of MR_READ_BOUND_MS */
+	int64_t act_start;
+	unsigned int retries;
+	size_t stuck;
+	bool nosys;
 };
 
 void mr_run_init(struct mr_run *run, const struct mr_config *cfg)
@@ -70,6 +74,8 @@ void mr_run_init(struct mr_run *run, const struct mr_config *cfg)
 		.mem_available_after_kb = MR_UNKNOWN,
 		.kill_us = MR_UNKNOWN,
 		.elapsed_us = MR_UNKNOWN,
+		.nice_applied = true,
+		.affinity_applied = true,
 	};
 	if (!run->cfg.proc)
 		run->cfg.proc = "/proc";
@@ -88,9 +94,9 @@ void mr_note_add(struct mr_run *run, struct mr_note note)
 	v[run->nnotes++] = note;
 }
 
-static void note(struct mr_run *run, enum mr_note_kind kind, pid_t pid, int cgroup, int why)
+static void note(struct mr_run *run, enum mr_note_kind kind, int cgroup, size_t n, int errnum)
 {
-	mr_note_add(run, (struct mr_note){ .kind = kind, .pid = pid, .cgroup = cgroup, .why = why });
+	mr_note_add(run, (struct mr_note){ .kind = kind, .cgroup = cgroup, .n = n, .errnum = errnum });
 }
 
 static int fatal(struct mr_run *run, int r, const char *what)
@@ -99,70 +105,310 @@ static int fatal(struct mr_run *run, int r, const char *what)
 	return r;
 }
 
-/* ---- one target, on a worker thread ------------------------------------- */
-
-/* Open a target and check what it is. A pid named by the user is a target
- * as it is. One found only in a cgroup must still be the process that was
- * listed, and still in the cgroup, once its pidfd is open: its pid may
- * have gone to another process since. A kernel thread found there is left
- * out, as mrelease and pid 1 are, not failed. */
-void mr_run_open(const struct mr_run *run, struct mr_target *t)
+static bool ended(const struct mr_target *t)
 {
-	int in;
+	return t->state >= MR_RELEASED;
+}
 
-	mr_target_open(run, t);
-	if (t->named || t->cgroup < 0)
-		return;
-	if (t->status == MR_FAILED && t->error == MR_E_KTHREAD) {
-		t->dropped = true;
-		mr_target_close(t);
+/* A signal that interrupts the run has come: from now on nothing more is
+ * sent. Asked before every signal and every write to cgroup.kill. */
+static bool stopped(struct act *a)
+{
+	sigset_t pending, both;
+
+	if (!a->run->interrupted && sigpending(&pending) == 0) {
+		sigandset(&both, &pending, &a->held);
+		a->run->interrupted = !sigisemptyset(&both);
+	}
+	return a->run->interrupted;
+}
+
+/* ---- jobs on the worker threads ------------------------------------------ */
+
+enum job_kind {
+	JOB_READ,    /* the figures before */
+	JOB_RELEASE, /* release, then the figures after */
+};
+
+/* Where a job is: waiting, begun, or its release returned (release_r is
+ * set) and it reads the figures after. */
+enum job_step { STEP_QUEUED, STEP_BEGUN, STEP_RELEASED };
+
+/* A job works on its own duplicate of the target's pidfd and closes only
+ * that, whenever it returns: the run's descriptors are never touched from a
+ * worker thread. */
+struct job {
+	struct mr_job base;
+	enum job_kind kind;
+	size_t target; /* index into run->targets */
+	int pidfd;
+	pid_t mm_pid;
+	const char *proc;
+	enum mr_measure_mode mode;
+	int step;      /* how far it got, and since when (both atomic: the main
+			* thread reads them while a worker runs the job) */
+	int64_t since;
+	int read_r, release_r;
+	struct mr_mem before, after;
+	int64_t release_us;
+	unsigned int retries;
+};
+
+static void job_run(struct mr_job *base)
+{
+	struct job *j = (struct job *)base;
+	int64_t start;
+
+	__atomic_store_n(&j->since, mr_now_us(), __ATOMIC_RELAXED);
+	__atomic_store_n(&j->step, STEP_BEGUN, __ATOMIC_RELEASE);
+	if (j->kind == JOB_READ) {
+		j->read_r = mr_measure(j->proc, j->mode, j->mm_pid, j->pidfd, &j->before);
 		return;
 	}
-	if (t->status == MR_FAILED && t->error == MR_E_NO_PROCESS) {
-		t->status = MR_EXITED;
-		t->error = MR_E_NONE;
+	start = mr_now_us();
+	j->release_r = mr_release(j->pidfd, &j->retries);
+	j->release_us = mr_now_us() - start;
+	__atomic_store_n(&j->since, mr_now_us(), __ATOMIC_RELAXED);
+	__atomic_store_n(&j->step, STEP_RELEASED, __ATOMIC_RELEASE);
+	if (j->release_r == 0 || j->release_r == -ESRCH)
+		mr_measure(j->proc, j->mode, j->mm_pid, j->pidfd, &j->after);
+}
+
+static void job_drop(struct mr_job *base)
+{
+	struct job *j = (struct job *)base;
+
+	close(j->pidfd);
+	free(j);
+}
+
+static struct job *job_new(struct act *a, enum job_kind kind, size_t i)
+{
+	const struct mr_target *t = &a->run->targets[i];
+	struct job *j = calloc(1, sizeof(*j));
+
+	if (!j)
+		return NULL;
+	*j = (struct job){
+		.base = { .run = job_run, .drop = job_drop },
+		.kind = kind,
+		.target = i,
+		.pidfd = fcntl(t->pidfd, F_DUPFD_CLOEXEC, 3),
+		.mm_pid = t->mm_pid,
+		.proc = a->run->cfg.proc,
+		.mode = a->run->cfg.measure,
+	};
+	mr_mem_unknown(&j->before);
+	mr_mem_unknown(&j->after);
+	if (j->pidfd < 0) {
+		free(j);
+		return NULL;
 	}
-	if (t->status != MR_PENDING)
-		return;
-	/* Made after the listing: not the process listed. */
-	if (!t->rescanned && run->listed_end_ino && t->ino > run->listed_end_ino) {
-		t->dropped = true;
-		t->error = MR_E_INODE;
-		mr_target_close(t);
+	return j;
+}
+
+/* What a reading of the figures came to. */
+static void take_reading(struct mr_run *run, struct mr_target *t, int r, struct mr_mem *mem)
+{
+	if (r == 0) {
+		t->before = *mem;
 		return;
 	}
-	in = mr_cgroup_holds(run->cfg.proc, &run->cgroups[t->cgroup], t->pid, run->cfg.recursive);
-	if (!mr_target_alive(t)) {
-		t->status = MR_EXITED;
-	} else if (in == 0) {
-		t->dropped = true;
-		mr_target_close(t);
-	} else if (in < 0) {
-		/* Never killed through a pidfd that may not be the member's. */
-		mr_target_fail(t, MR_E_MEMBERSHIP, -in);
+	t->figures = MR_FIG_ERRNO;
+	t->fig_file = run->cfg.measure == MR_MEASURE_SMAPS ? "smaps_rollup" : "status";
+	t->fig_errnum = -r;
+}
+
+/* Whether a target killed by cgroup.kill was in the cgroup at the write:
+ * process_mrelease refused it as not dying, so it had left before it, or
+ * shares its address space with a live process outside. */
+static void not_dying(struct mr_run *run, struct mr_target *t)
+{
+	const struct mr_cgroup *cg = t->cgroup >= 0 ? &run->cgroups[t->cgroup] : NULL;
+	bool by_file = cg && cg->kill == MR_CGKILL_FILE && !t->named;
+
+	if (t->signal == SIGKILL && by_file &&
+	    mr_cgroup_holds(run->cfg.proc, cg, t->pid, run->cfg.recursive) == 0)
+		mr_target_end(t, MR_LEFT_OUT, MR_R_LEFT, 0);
+	else if (t->signal == SIGKILL)
+		mr_target_end(t, MR_FAILED, MR_R_SHARED_MM, 0);
+	else if (run->cfg.dying)
+		mr_target_end(t, MR_LEFT_OUT, MR_R_NOT_DYING, 0);
+	else if (!t->signal)
+		mr_target_end(t, MR_FAILED, MR_R_NOT_EXITING, 0);
+	/* Sent the --grace signal, it is not dying yet: the kill follows. */
+}
+
+/* What process_mrelease said of t. */
+static void released(struct act *a, struct mr_target *t, const struct job *j)
+{
+	t->release_us = j->release_us;
+	switch (j->release_r) {
+	case 0: mr_target_end(t, MR_RELEASED, MR_R_NONE, 0); break;
+	case -ESRCH: mr_target_end(t, MR_EXITED, MR_R_NONE, 0); break;
+	case -EINVAL: not_dying(a->run, t); break;
+	/* Without process_mrelease, the exit is waited for instead. */
+	case -ENOSYS: a->nosys = true; break;
+	default: mr_target_end(t, MR_FAILED, MR_R_RELEASE, -j->release_r); break;
 	}
 }
 
-/* The figures before (once opened) or after (once released or gone). */
-void mr_run_figures(const struct mr_run *run, enum mr_job job, struct mr_target *t,
-		    enum mr_measure_mode mode)
+static void apply(struct act *a, struct job *j)
 {
-	int r;
+	struct mr_run *run = a->run;
+	struct mr_target *t = &run->targets[j->target];
 
-	if (job == MR_JOB_OPEN && t->status == MR_PENDING && !t->dropped) {
-		r = mr_measure(run->cfg.proc, mode, t, &t->before);
-		if (r == -ESRCH)
-			t->status = MR_EXITED;
-		else if (r && !t->proc_file) {
-			t->proc_file = mode == MR_MEASURE_SMAPS ? "smaps_rollup" : "status";
-			t->proc_errnum = -r;
+	a->retries += j->retries;
+	if (j->kind == JOB_READ) {
+		take_reading(run, t, j->read_r, &j->before);
+		if (j->read_r == -ESRCH)
+			mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
+		return;
+	}
+	t->after = j->after;
+	released(a, t, j);
+}
+
+/* A job that did not come back in time: a reading gives up the figures; a
+ * release that returned gives up only the figures after it; one that began
+ * is stuck in the kernel; one that never began had no thread left to run
+ * on, or its time (the grace) is over, or the run was interrupted, and
+ * leaves its target as it was. */
+static void give_up(struct act *a, struct job *j, int step, bool no_thread)
+{
+	struct mr_target *t = &a->run->targets[j->target];
+	bool started = step != STEP_QUEUED;
+
+	if (j->kind == JOB_READ) {
+		t->figures = MR_FIG_GIVEN_UP;
+	} else if (step == STEP_RELEASED) {
+		released(a, t, j);
+		t->figures = MR_FIG_GIVEN_UP;
+	} else if (started && !a->run->interrupted) {
+		mr_target_end(t, MR_FAILED, MR_R_STUCK, 0);
+		a->stuck++;
+	} else if (no_thread && !a->run->interrupted) {
+		mr_target_end(t, MR_FAILED, MR_R_NO_WORKER, 0);
+	}
+}
+
+/* When a job is overdue: a release that has run for the bound; the
+ * figures after a release that returned, once they have taken as long as
+ * the readings before the kill may. A job waiting for a thread, or a
+ * reading before the kill (the run's deadline bounds those), never is. */
+static int64_t overdue_at(const struct mr_run *run, struct job *j, int *step)
+{
+	int64_t since;
+
+	*step = __atomic_load_n(&j->step, __ATOMIC_ACQUIRE);
+	since = __atomic_load_n(&j->since, __ATOMIC_RELAXED);
+	if (j->kind == JOB_RELEASE && *step == STEP_BEGUN)
+		return since + (int64_t)run->bound_ms * 1000;
+	if (*step == STEP_RELEASED)
+		return since + (int64_t)MR_READ_BOUND_MS * 1000;
+	return INT64_MAX;
+}
+
+/* Run kind for the targets in items on the pool, a few jobs ahead of the
+ * threads, until every one is done; or the deadline passes (the rest is
+ * given up); or a job is overdue (it is given up, and a thread started in
+ * its place); or a signal interrupts the run. Looked at every
+ * MR_READ_BOUND_MS at least, as a job may begin at any time. */
+static int run_jobs(struct act *a, enum job_kind kind, const size_t *items, size_t n,
+		    int64_t deadline)
+{
+	struct mr_run *run = a->run;
+	size_t window = run->threads ? (size_t)run->threads * JOBS_PER_THREAD : 1;
+	struct job **out = calloc(window, sizeof(*out));
+	size_t next = 0, busy = 0;
+	int r = 0;
+
+	if (!out)
+		return fatal(run, -ENOMEM, "job list");
+	while (next < n || busy) {
+		int64_t wake, now = mr_now_us();
+		struct mr_job *done;
+		bool all, no_thread;
+		int step;
+
+		while (next < n && busy < window) {
+			struct job *j = job_new(a, kind, items[next]);
+
+			if (!j && kind == JOB_READ)
+				take_reading(run, &run->targets[items[next]], -errno, NULL);
+			else if (!j)
+				mr_target_end(&run->targets[items[next]], MR_FAILED, MR_R_RELEASE, errno);
+			next++;
+			if (j) {
+				out[busy++] = j;
+				mr_pool_submit(a->pool, &j->base);
+			}
 		}
-	} else if (job != MR_JOB_OPEN && (t->status == MR_RELEASED || t->status == MR_EXITED)) {
-		mr_measure(run->cfg.proc, mode, t, &t->after);
+		if (!busy)
+			break;
+		wake = now + (int64_t)MR_READ_BOUND_MS * 1000;
+		for (size_t i = 0; i < busy; i++)
+			if (overdue_at(run, out[i], &step) < wake)
+				wake = overdue_at(run, out[i], &step);
+		r = mr_pool_collect(a->pool, deadline < wake ? deadline : wake, &run->cfg.waitmask, &done);
+		for (struct mr_job *d = done, *dn; d; d = dn) {
+			dn = d->next;
+			apply(a, (struct job *)d);
+			for (size_t i = 0; i < busy; i++)
+				if (&out[i]->base == d)
+					out[i] = out[--busy];
+			d->drop(d);
+		}
+		if (r == -EINTR)
+			run->interrupted = true;
+		now = mr_now_us();
+		no_thread = mr_pool_live(a->pool) == 0;
+		all = r == -EINTR || now >= deadline || no_thread;
+		for (size_t i = 0; i < busy;) {
+			if (overdue_at(run, out[i], &step) > now && !all) {
+				i++;
+				continue;
+			}
+			give_up(a, out[i], step, no_thread);
+			mr_pool_abandon(a->pool, &out[i]->base);
+			out[i] = out[--busy];
+		}
+		if (all) {
+			for (; next < n; next++)
+				if (kind == JOB_READ)
+					run->targets[items[next]].figures = MR_FIG_GIVEN_UP;
+				else if (no_thread && !run->interrupted)
+					mr_target_end(&run->targets[items[next]], MR_FAILED, MR_R_NO_WORKER, 0);
+			break;
+		}
 	}
+	free(out);
+	return 0;
 }
 
-/* ---- gathering ---------------------------------------------------------- */
+/* The indices of the targets in state. */
+static size_t *in_state(struct mr_run *run, enum mr_state state, size_t *n)
+{
+	size_t *v = calloc(run->ntargets ? run->ntargets : 1, sizeof(*v));
+
+	*n = 0;
+	for (size_t i = 0; v && i < run->ntargets; i++)
+		if (run->targets[i].state == state)
+			v[(*n)++] = i;
+	return v;
+}
+
+/* Largest first, so that the most memory comes back soonest. */
+static int by_rss_desc(const void *x, const void *y, void *arg)
+{
+	const struct mr_run *run = arg;
+	int64_t a = run->targets[*(const size_t *)x].before.rss_kb;
+	int64_t b = run->targets[*(const size_t *)y].before.rss_kb;
+
+	return (a < b) - (a > b);
+}
+
+/* ---- selection ----------------------------------------------------------- */
 
 static int add_pick(struct pick **v, size_t *n, size_t *cap, struct pick p)
 {
@@ -179,85 +425,95 @@ static int add_pick(struct pick **v, size_t *n, size_t *cap, struct pick p)
 	return 0;
 }
 
-/* Why a cgroup member is left out of the selection, or MR_E_NONE: mrelease
- * itself, pid 1, and without --force mrelease's ancestors. Not failures:
- * they were never asked for by number. */
-static enum mr_error protected_member(const struct mr_run *run, pid_t pid, const char **comm)
+/* By pid; where a pid was both named and listed, the named pick first. */
+static int by_pid(const void *x, const void *y)
 {
-	*comm = NULL;
-	if (pid == getpid())
-		return MR_E_SELF;
-	if (pid == 1)
-		return MR_E_INIT;
-	for (size_t i = 0; i < run->nancestors && !run->cfg.force; i++) {
-		if (run->ancestors[i].pid == pid) {
-			*comm = run->ancestors[i].comm;
-			return MR_E_ANCESTOR;
-		}
-	}
-	return MR_E_NONE;
+	const struct pick *a = x, *b = y;
+
+	if (a->pid != b->pid)
+		return (a->pid > b->pid) - (a->pid < b->pid);
+	return (int)b->named - (int)a->named;
 }
 
-/* The members of cgroup c, as picks; protected ones are noted instead, and
- * mark their cgroup as one cgroup.kill must not be used on. */
-static int list_cgroup(struct mr_run *run, int c, struct pick **v, size_t *n, size_t *cap,
-		       bool first)
+/* What a listing of cgroup c holds that forbids killing it: mrelease, an
+ * ancestor of it (pid 1 included), or a member outside our pid namespace.
+ * Recorded in run->refused. */
+static bool check_listing(struct mr_run *run, int c, const struct mr_pidlist *l, size_t outside)
 {
-	struct mr_cgroup *cg = &run->cgroups[c];
-	struct mr_pidlist members = { 0 };
-	size_t outside;
-	int r = mr_cgroup_members(cg, run->cfg.recursive, &members, &outside);
+	struct mr_refused *f = &run->refused;
 
-	if (first)
-		cg->outside = outside;
-	for (size_t i = 0; !r && i < members.len; i++) {
-		pid_t pid = members.v[i].pid;
-		const char *comm;
-		enum mr_error why = protected_member(run, pid, &comm);
+	*f = (struct mr_refused){ .cgroup = c };
+	for (size_t i = 0; i < l->len && !f->what; i++) {
+		const struct mr_ancestor *anc = mr_ancestor_of(run, l->v[i].pid);
 
-		if (why == MR_E_NONE) {
-			r = add_pick(v, n, cap, (struct pick){ members.v[i], c, false });
-			continue;
-		}
-		cg->holds_protected = true;
-		if (first) {
-			struct mr_note nt = { .kind = MR_N_LEFT_OUT, .pid = pid, .cgroup = c, .why = why };
-
-			if (comm)
-				memcpy(nt.comm, comm, sizeof(nt.comm));
-			mr_note_add(run, nt);
+		f->pid = l->v[i].pid;
+		if (f->pid == getpid())
+			f->what = MR_REFUSE_SELF;
+		else if (anc) {
+			f->what = MR_REFUSE_ANCESTOR;
+			memcpy(f->comm, anc->comm, sizeof(f->comm));
 		}
 	}
-	mr_pidlist_free(&members);
+	if (!f->what && outside) {
+		f->what = MR_REFUSE_OUTSIDE;
+		f->pid = 0;
+	}
+	return f->what != MR_REFUSE_NONE;
+}
+
+static bool kills_cgroups(const struct mr_run *run)
+{
+	return run->cfg.kill && run->ncgroups;
+}
+
+/* Every process there is, for --dying without a cgroup. */
+static int list_proc(struct mr_run *run, struct pick **v, size_t *n, size_t *cap)
+{
+	DIR *d = opendir(run->cfg.proc);
+	struct dirent *e;
+	int r = 0;
+
+	if (!d)
+		return -errno;
+	while (!r && (e = readdir(d))) {
+		pid_t pid;
+
+		if (mr_parse_pid(e->d_name, &pid) == 0)
+			r = add_pick(v, n, cap, (struct pick){ .pid = pid, .cgroup = -1 });
+	}
+	closedir(d);
 	return r;
 }
 
-/* By pid; a pid found in a cgroup sorts before the same pid named alone,
- * so that it is counted in its cgroup. */
-static int by_pid(const void *a, const void *b)
+/* Picks for the pids named, and the members of every cgroup (or every
+ * process, with --dying alone), sorted by pid, once each. */
+static int gather(struct act *a, const struct mr_pidlist *named, struct pick **out, size_t *count)
 {
-	const struct pick *x = a, *y = b;
-
-	if (x->spec.pid != y->spec.pid)
-		return (x->spec.pid > y->spec.pid) - (x->spec.pid < y->spec.pid);
-	return (x->cgroup < y->cgroup) - (x->cgroup > y->cgroup);
-}
-
-/* Every pid named and every member of every cgroup, once each. A pid both
- * named and found in a cgroup is counted in the cgroup but stays named: a
- * target whatever its cgroup, with the PID:INODE it was named by. */
-static int gather(struct mr_run *run, const struct mr_pidlist *named)
-{
+	struct mr_run *run = a->run;
 	struct pick *v = NULL;
 	size_t n = 0, cap = 0, k = 0;
 	int r = 0;
 
 	for (size_t i = 0; !r && i < named->len; i++)
-		r = add_pick(&v, &n, &cap, (struct pick){ named->v[i], -1, true });
+		r = add_pick(&v, &n, &cap, (struct pick){ named->v[i].pid, -1, named->v[i].ino, true,
+							  named->v[i].stdin });
+	if (!r && run->cfg.dying && !run->ncgroups && (r = list_proc(run, &v, &n, &cap)))
+		fatal(run, r, run->cfg.proc);
 	for (size_t c = 0; !r && c < run->ncgroups; c++) {
-		if ((r = list_cgroup(run, (int)c, &v, &n, &cap, true)))
+		struct mr_cgroup *cg = &run->cgroups[c];
+		struct mr_pidlist l = { 0 };
+
+		if ((r = mr_cgroup_members(cg, run->cfg.recursive, &l, &cg->outside))) {
 			snprintf(run->fatal, sizeof(run->fatal), "cgroup %s: cannot list its members",
-				 run->cgroups[c].path);
+				 cg->path);
+		} else if (kills_cgroups(run) && check_listing(run, (int)c, &l, cg->outside)) {
+			r = -EPERM;
+		} else if (cg->outside) {
+			note(run, MR_N_OUTSIDE, (int)c, cg->outside, 0);
+		}
+		for (size_t i = 0; !r && i < l.len; i++)
+			r = add_pick(&v, &n, &cap, (struct pick){ .pid = l.v[i].pid, .cgroup = (int)c });
+		mr_pidlist_free(&l);
 	}
 	if (r) {
 		free(v);
@@ -265,582 +521,542 @@ static int gather(struct mr_run *run, const struct mr_pidlist *named)
 	}
 	if (n)
 		qsort(v, n, sizeof(*v), by_pid);
-	run->targets = calloc(n ? n : 1, sizeof(*run->targets));
-	if (!run->targets) {
-		free(v);
-		return fatal(run, -ENOMEM, "target list");
-	}
 	for (size_t i = 0; i < n; i++) {
-		struct mr_target *t = &run->targets[k - 1];
-
-		if (i == 0 || v[i].spec.pid != v[i - 1].spec.pid) {
-			t = &run->targets[k++];
-			mr_target_init(t, v[i].spec, v[i].cgroup);
+		if (k && v[k - 1].pid == v[i].pid) {
+			/* Named and listed: named, counted in its cgroup. */
+			if (v[k - 1].cgroup < 0)
+				v[k - 1].cgroup = v[i].cgroup;
+			continue;
 		}
-		if (v[i].named) {
-			t->named = true;
-			t->want_ino = v[i].spec.ino;
-		}
+		v[k++] = v[i];
 	}
-	run->ntargets = k;
-	free(v);
+	*out = v;
+	*count = k;
 	return 0;
 }
 
-/* How each cgroup will be killed. */
-static void plan_kills(struct act *a)
+static int add_target(struct mr_run *run, const struct mr_target *t, size_t *cap)
 {
-	struct mr_run *run = a->run;
+	if (run->ntargets == *cap) {
+		size_t c = *cap ? 2 * *cap : 64;
+		struct mr_target *v = reallocarray(run->targets, c, sizeof(*v));
 
-	for (size_t c = 0; c < run->ncgroups; c++) {
-		struct mr_cgroup *cg = &run->cgroups[c];
-		int why = -1;
-
-		if (!run->cfg.kill || run->cfg.dry_run)
-			continue;
-		if (run->cfg.grace)
-			why = MR_WHY_GRACE;
-		else if (!cg->v2)
-			why = MR_WHY_V1;
-		else if (!run->cfg.recursive)
-			why = MR_WHY_NO_RECURSIVE;
-		else if (cg->holds_protected)
-			why = MR_WHY_PROTECTED;
-		cg->kill = why < 0 ? MR_CGKILL_FILE : MR_CGKILL_PIDFD;
-		if (why >= 0) {
-			a->late_forks = true;
-			note(run, MR_N_CGKILL_PIDFD, 0, (int)c, why);
-		}
+		if (!v)
+			return -ENOMEM;
+		run->targets = v;
+		*cap = c;
 	}
+	run->targets[run->ntargets++] = *t;
+	return 0;
 }
 
-/* ---- acting ------------------------------------------------------------ */
-
-/* Still to be acted on. A stuck target (its release never returned) is not
- * tried again, but is still killed: stuck_too. */
-static bool to_act(const struct mr_target *t, bool stuck_too)
-{
-	return t->status == MR_PENDING && !t->dropped && (stuck_too || !t->stuck);
-}
-
-/* The targets of t[0..n) still to be acted on, into items. */
-static size_t pending(struct mr_target *t, size_t n, struct mr_target **items, bool stuck_too)
-{
-	size_t k = 0;
-
-	for (size_t i = 0; i < n; i++)
-		if (to_act(&t[i], stuck_too))
-			items[k++] = &t[i];
-	return k;
-}
-
-/* Keep in items[0..n) those still to be acted on; their number. */
-static size_t keep_pending(struct mr_target **items, size_t n, bool stuck_too)
-{
-	size_t k = 0;
-
-	for (size_t i = 0; i < n; i++)
-		if (to_act(items[i], stuck_too))
-			items[k++] = items[i];
-	return k;
-}
-
-/* Largest first, so that the most memory comes back soonest; unmeasured
- * targets last, in pid order. */
-static int by_rss_desc(const void *a, const void *b)
-{
-	const struct mr_target *x = *(struct mr_target *const *)a;
-	const struct mr_target *y = *(struct mr_target *const *)b;
-
-	if (x->before.rss_kb != y->before.rss_kb)
-		return x->before.rss_kb < y->before.rss_kb ? 1 : -1;
-	return (x > y) - (x < y);
-}
-
-/* A phase on the pool. A signal that ends it ends the run, except while
- * trying releases in --grace (-EINTR: the caller goes on to the kill). */
-static int phase(struct act *a, enum mr_job job, struct mr_target **items, size_t n)
+/* Open a pick into a target. A named pid with no process is kept only as a
+ * number (a list of a million of them stays small). A cgroup member that
+ * cannot be seen in /proc forbids killing its cgroup. */
+static int open_pick(struct act *a, const struct pick *p, size_t *cap)
 {
 	struct mr_run *run = a->run;
-	size_t stuck = 0;
+	struct mr_target t;
 	int r;
 
-	if (job == MR_JOB_RELEASE)
-		qsort(items, n, sizeof(*items), by_rss_desc);
-	r = mr_pool_run(a->pool, job, items, n, run->bound_ms);
-	for (size_t i = 0; i < n; i++) {
-		if (!items[i]->stuck || items[i]->status != MR_PENDING)
-			continue;
-		stuck++;
-		/* Stuck while trying a release, it is still to be killed. */
-		if (job != MR_JOB_TRY_RELEASE)
-			mr_target_fail(items[i], MR_E_STUCK, (int)job);
+	mr_target_init(&t, p->pid, p->cgroup);
+	t.named = p->named;
+	t.stdin = p->stdin;
+	r = mr_target_open(run, &t, p->ino);
+	if (r == 1 && !t.named && kills_cgroups(run)) {
+		mr_target_close(&t);
+		run->refused = (struct mr_refused){ MR_REFUSE_HIDDEN, p->cgroup, p->pid, "" };
+		return -EPERM;
 	}
-	if (stuck)
-		mr_note_add(run, (struct mr_note){ .kind = MR_N_STUCK, .n = stuck, .why = (int)job });
-	if (r == -EINTR && job == MR_JOB_TRY_RELEASE)
-		return r;
-	if (r == -EINTR) {
-		run->interrupted = true;
+	if (t.state == MR_FAILED && t.reason == MR_R_NO_PROCESS) {
+		pid_t *m = reallocarray(run->missing, run->nmissing + 1, sizeof(*m));
+
+		if (!m)
+			return fatal(run, -ENOMEM, "target list");
+		run->missing = m;
+		m[run->nmissing++] = p->pid;
 		return 0;
 	}
-	return r ? fatal(run, r, "worker threads") : 0;
+	if (add_target(run, &t, cap)) {
+		mr_target_close(&t);
+		return fatal(run, -ENOMEM, "target list");
+	}
+	return 0;
 }
 
-/* Kill windows, in pidfs inode numbers: a process made in one was made
- * between a listing and the end of the kill that followed it. */
-static void window_open(struct mr_run *run)
+static int select_targets(struct act *a, const struct mr_pidlist *named, size_t *cap)
 {
-	if (run->win_open || run->nwin == MR_WINDOWS)
-		return;
-	mr_pid_watermark(&run->win_lo[run->nwin]);
-	run->win_open = true;
+	struct pick *v;
+	size_t n;
+	int r;
+
+	if ((r = gather(a, named, &v, &n)))
+		return r;
+	mr_fd_room(n + FD_RESERVE);
+	for (size_t i = 0; !r && i < n; i++)
+		r = open_pick(a, &v[i], cap);
+	free(v);
+	return r;
 }
 
-static void window_close(struct mr_run *run)
+/* How each cgroup will be killed: the method is chosen before anything is
+ * sent. */
+static void plan_kills(struct mr_run *run)
 {
-	if (!run->win_open)
-		return;
-	mr_pid_watermark(&run->win_hi[run->nwin]);
-	run->nwin += run->win_lo[run->nwin] && run->win_hi[run->nwin];
-	run->win_open = false;
+	for (size_t c = 0; run->cfg.kill && c < run->ncgroups; c++) {
+		struct mr_cgroup *cg = &run->cgroups[c];
+
+		if (run->cfg.recursive && mr_cgroup_can_kill(cg))
+			cg->kill = MR_CGKILL_FILE;
+		else
+			cg->kill = MR_CGKILL_UNTIL_EMPTY;
+	}
 }
 
-static bool in_window(const struct mr_run *run, uint64_t ino)
+/* ---- acting --------------------------------------------------------------- */
+
+/* The figures before the kill (or the release), on the worker threads,
+ * within what is left of the run's reading bound. With no thread, nothing
+ * is read: the main thread cannot give up a reading that does not return. */
+static int read_before(struct act *a)
 {
-	for (size_t i = 0; ino && i < run->nwin; i++)
-		if (ino > run->win_lo[i] && ino < run->win_hi[i])
-			return true;
-	return false;
+	struct mr_run *run = a->run;
+	int64_t start = mr_now_us();
+	size_t n, *items;
+	int r;
+
+	if (run->cfg.measure == MR_MEASURE_NONE)
+		return 0;
+	if (!(items = in_state(run, MR_OPENED, &n)))
+		return fatal(run, -ENOMEM, "target list");
+	for (size_t i = 0; !run->threads && i < n; i++)
+		run->targets[items[i]].figures = MR_FIG_NO_THREAD;
+	r = run->threads && a->read_left_us > 0 ? run_jobs(a, JOB_READ, items, n, start + a->read_left_us) : 0;
+	a->read_left_us -= mr_now_us() - start;
+	free(items);
+	return r;
 }
 
-/* Just before the first signal or release. With --grace the first kill
- * window closes here, at the SIGTERM: what is made after it, during the
- * grace, is a member's only if its parent says so. */
 static void begin(struct act *a)
 {
 	if (a->run->sent)
 		return;
 	a->run->sent = true;
 	a->act_start = mr_now_us();
-	if (a->late_forks && a->run->cfg.grace)
-		window_close(a->run);
+	mr_mem_available_kb(&a->run->mem_available_before_kb);
+	for (size_t c = 0; c < a->run->ncgroups; c++)
+		mr_cgroup_memory_kb(&a->run->cgroups[c], &a->run->cgroups[c].memory_before_kb);
 }
 
-/* --grace: SIGTERM, release at once whatever that made exit (a process
- * whose SIGTERM action is the default begins its group exit as the signal
- * is queued, unless it is stopped or frozen), then give the others up to
- * the grace to exit by themselves. A signal caught meanwhile cuts the grace
- * short: the kill follows at once. */
-static int grace(struct act *a, struct mr_target **items, size_t n)
+/* Send sig through t's pidfd, unless the run is interrupted. */
+static bool send(struct act *a, struct mr_target *t, int sig)
 {
-	struct mr_run *run = a->run;
-	size_t k, left;
 	int r;
 
-	for (size_t i = 0; i < n; i++)
-		mr_target_signal(items[i], SIGTERM);
-	k = keep_pending(items, n, false);
-	r = phase(a, MR_JOB_TRY_RELEASE, items, k);
-	if (r == -EINTR) {
-		note(run, MR_N_GRACE_CUT, 0, -1, 0);
-		return 0;
+	if (stopped(a))
+		return false;
+	begin(a);
+	if ((r = mr_pidfd_signal(t->pidfd, sig)) == 0) {
+		t->state = MR_SIGNALLED;
+		t->signal = sig;
+		if (sig == SIGKILL)
+			a->run->kill_us = mr_now_us() - a->run->cfg.start_us;
+		return true;
 	}
-	if (r)
-		return r;
-	k = keep_pending(items, k, false);
-	r = mr_wait_exit(items, k, mr_now_us() + (int64_t)run->cfg.grace_ms * 1000,
-			 &run->cfg.waitmask, &left);
-	if (r == -EINTR)
-		note(run, MR_N_GRACE_CUT, 0, -1, 0);
-	else if (r)
-		return fatal(run, r, "waiting for the grace");
-	for (size_t i = 0; i < k - left; i++) {
-		items[i]->status = MR_EXITED;
-		mr_measure(run->cfg.proc, run->cfg.measure, items[i], &items[i]->after);
-	}
-	return 0;
+	if (r == -ESRCH)
+		mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
+	else
+		mr_target_end(t, MR_FAILED, sig == SIGKILL ? MR_R_KILL : MR_R_FIRST, -r);
+	return false;
 }
 
-/* SIGKILL: cgroup.kill for each cgroup planned so, the first time a kill
- * comes, and through its pidfd for every other target still pending
- * (stuck ones included: their release never returned, the kill still
- * goes). */
-static void kill_all(struct act *a, struct mr_target **items, size_t n)
+/* Whether t, a member found in a listing, is in its cgroup now. One that
+ * left is left out; one whose membership cannot be read is not signalled
+ * through its pidfd, which might no longer be a member's. */
+static bool still_member(struct mr_run *run, struct mr_target *t)
+{
+	int in = mr_cgroup_holds(run->cfg.proc, &run->cgroups[t->cgroup], t->pid, run->cfg.recursive);
+
+	if (!mr_target_alive(t))
+		mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
+	else if (in == 0)
+		mr_target_end(t, MR_LEFT_OUT, MR_R_LEFT, 0);
+	else if (in < 0)
+		mr_target_end(t, MR_FAILED, MR_R_MEMBERSHIP, -in);
+	return in == 1 && !ended(t);
+}
+
+/* Wait until the targets in items[0..n) exit, or deadline: gone[i] says
+ * which did. A signal that interrupts the run ends the wait. */
+static int wait_targets(struct act *a, const size_t *items, size_t n, int64_t deadline,
+			bool *gone)
+{
+	int *fds = calloc(n ? n : 1, sizeof(*fds));
+	int r;
+
+	if (!fds)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		fds[i] = a->run->targets[items[i]].pidfd;
+	r = mr_wait_exit(fds, n, deadline, &a->run->cfg.waitmask, gone);
+	free(fds);
+	if (r == -EINTR)
+		a->run->interrupted = true;
+	return r == -EINTR ? 0 : r;
+}
+
+/* A target that exited by itself: its figures after. */
+static void exited(struct mr_run *run, struct mr_target *t)
+{
+	mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
+	mr_measure(run->cfg.proc, run->cfg.measure, t->mm_pid, t->pidfd, &t->after);
+}
+
+/* --grace: the first signal through each target's pidfd (a cgroup member
+ * only while it is one), an immediate release of those it made exit (a
+ * signal whose action is the default begins the group exit as it is
+ * queued), then up to the grace for the others to exit by themselves. A
+ * signal that interrupts the run ends it here: nothing more is sent. */
+static int grace(struct act *a)
 {
 	struct mr_run *run = a->run;
-	bool sent = false;
+	int64_t end = mr_now_us() + (int64_t)run->cfg.grace_ms * 1000;
+	size_t n, *items;
+	bool *gone = NULL;
+	int r;
 
-	for (size_t c = 0; c < run->ncgroups; c++) {
-		struct mr_cgroup *cg = &run->cgroups[c];
-		int r;
+	for (size_t i = 0; i < run->ntargets && !stopped(a); i++) {
+		struct mr_target *t = &run->targets[i];
 
-		if (cg->kill != MR_CGKILL_FILE || cg->kill_sent)
-			continue;
-		r = mr_cgroup_kill(cg);
-		mr_note_add(run, (struct mr_note){ .kind = r ? MR_N_CGKILL_FAILED : MR_N_CGKILL,
-						   .cgroup = (int)c, .errnum = -r });
-		if (r) {
-			cg->kill = MR_CGKILL_PIDFD;
-			a->late_forks = true;
+		if (t->state == MR_OPENED && (t->named || still_member(run, t)))
+			send(a, t, run->cfg.first_signal);
+	}
+	if (run->interrupted)
+		return 0;
+	if (!(items = in_state(run, MR_SIGNALLED, &n)))
+		return fatal(run, -ENOMEM, "target list");
+	if (!(r = run_jobs(a, JOB_RELEASE, items, n, end)) && !run->interrupted) {
+		free(items);
+		items = in_state(run, MR_SIGNALLED, &n);
+		gone = calloc(n ? n : 1, sizeof(*gone));
+		r = items && gone ? wait_targets(a, items, n, end, gone) : -ENOMEM;
+	}
+	for (size_t i = 0; !r && !run->interrupted && i < n; i++) {
+		struct mr_target *t = &run->targets[items[i]];
+		struct mr_note nt = { .kind = MR_N_GRACE_END, .pid = t->pid, .cgroup = -1,
+				      .sig = run->cfg.first_signal, .n = run->cfg.grace_ms };
+
+		if (gone[i]) {
+			exited(run, t);
 			continue;
 		}
-		cg->kill_sent = sent = true;
-		if (cg->outside)
-			mr_note_add(run, (struct mr_note){ .kind = MR_N_OUTSIDE, .cgroup = (int)c,
-							   .n = cg->outside });
+		memcpy(nt.comm, t->comm, sizeof(nt.comm));
+		mr_note_add(run, nt);
 	}
-	for (size_t i = 0; i < n; i++) {
-		struct mr_target *t = items[i];
-
-		if (!to_act(t, true))
-			continue;
-		if (t->cgroup >= 0 && run->cgroups[t->cgroup].kill_sent && !t->named)
-			t->killed = true;
-		else
-			mr_target_signal(t, SIGKILL);
-		sent |= t->killed;
-	}
-	if (sent)
-		run->kill_us = mr_now_us() - run->cfg.start_us;
-	if (a->late_forks)
-		window_close(run);
-}
-
-/* Leave notes for targets dropped while opening. */
-static void note_dropped(struct mr_run *run, struct mr_target *t, size_t n)
-{
-	for (size_t i = 0; i < n; i++) {
-		if (!t[i].dropped)
-			continue;
-		if (t[i].error == MR_E_KTHREAD)
-			note(run, MR_N_LEFT_OUT, t[i].pid, t[i].cgroup, MR_E_KTHREAD);
-		else if (t[i].error == MR_E_INODE)
-			note(run, MR_N_REUSED, t[i].pid, t[i].cgroup, 0);
-	}
-}
-
-static int descendants(struct act *a);
-
-/* Open, measure, signal and release targets[from..from+n). */
-static int batch(struct act *a, size_t from, size_t n, bool first)
-{
-	struct mr_run *run = a->run;
-	struct mr_target *t = run->targets + from;
-	struct mr_target **items = calloc(n ? n : 1, sizeof(*items));
-	size_t k;
-	int r;
-
-	if (!items)
-		return fatal(run, -ENOMEM, "target list");
-	k = pending(t, n, items, false);
-	if ((r = phase(a, MR_JOB_OPEN, items, k)) || run->interrupted)
-		goto out;
-	note_dropped(run, t, n);
-	if (first) {
-		mr_mem_available_kb(&run->mem_available_before_kb);
-		for (size_t c = 0; c < run->ncgroups; c++)
-			mr_cgroup_memory_kb(&run->cgroups[c], &run->cgroups[c].memory_before_kb);
-	}
-	if (!(k = pending(t, n, items, false)))
-		goto out;
-	if (run->cfg.dry_run) {
-		for (size_t i = 0; i < k; i++)
-			items[i]->status = MR_SKIPPED;
-		goto out;
-	}
-	begin(a);
-	if (run->cfg.kill && run->cfg.grace) {
-		if ((r = grace(a, items, k)) || run->interrupted)
-			goto out;
-	}
-	if (run->cfg.kill && run->cfg.grace && a->late_forks && !a->batched) {
-		/* What the members made during the grace joins the kill. */
-		if ((r = descendants(a)) || run->interrupted)
-			goto out;
-		t = run->targets + from;
-		n = run->ntargets - from;
-		free(items);
-		if (!(items = calloc(n, sizeof(*items))))
-			return fatal(run, -ENOMEM, "target list");
-	}
-	/* Stuck while trying a release under --grace: killed all the same. */
-	if (run->cfg.kill)
-		kill_all(a, items, pending(t, n, items, true));
-	k = pending(t, n, items, false);
-	r = phase(a, MR_JOB_RELEASE, items, k);
-out:
+	free(gone);
 	free(items);
-	return r;
+	return r ? fatal(run, r, "waiting for the grace") : 0;
 }
 
-/* ---- late forks --------------------------------------------------------- */
+/* Still to be killed: opened, or sent the --grace signal only. */
+static bool to_kill(const struct mr_target *t)
+{
+	return t->state == MR_OPENED || (t->state == MR_SIGNALLED && t->signal != SIGKILL);
+}
 
-static bool known_pid(const pid_t *known, size_t n, pid_t pid)
+/* The targets by pid, to find the one a listed pid is. */
+struct pidx {
+	pid_t pid;
+	size_t i;
+};
+
+static int by_pid_then_index(const void *x, const void *y)
+{
+	const struct pidx *a = x, *b = y;
+
+	if (a->pid != b->pid)
+		return (a->pid > b->pid) - (a->pid < b->pid);
+	return (a->i > b->i) - (a->i < b->i);
+}
+
+static struct pidx *index_targets(const struct mr_run *run)
+{
+	struct pidx *v = calloc(run->ntargets ? run->ntargets : 1, sizeof(*v));
+
+	for (size_t i = 0; v && i < run->ntargets; i++)
+		v[i] = (struct pidx){ run->targets[i].pid, i };
+	if (v)
+		qsort(v, run->ntargets, sizeof(*v), by_pid_then_index);
+	return v;
+}
+
+/* The newest target with this pid among the n indexed, or -1. */
+static ssize_t find_target(const struct pidx *v, size_t n, pid_t pid)
 {
 	size_t lo = 0, hi = n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (known[mid] == pid)
-			return true;
-		if (known[mid] < pid)
+		if (v[mid].pid <= pid)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return false;
+	return lo && v[lo - 1].pid == pid ? (ssize_t)v[lo - 1].i : -1;
 }
 
-static int cmp_pid(const void *x, const void *y)
-{
-	pid_t p = *(const pid_t *)x, q = *(const pid_t *)y;
-
-	return (p > q) - (p < q);
-}
-
-/* The members of the cgroups killed through pidfds that are not targets
- * yet, as picks. */
-static int newcomers(struct act *a, struct pick **v, size_t *n, size_t *cap)
+/* Members of cgroup c in the listing l that are not targets yet, opened
+ * (just before the kill, which leaves no time to read their figures). */
+static int open_newcomers(struct act *a, int c, const struct mr_pidlist *l, size_t *cap)
 {
 	struct mr_run *run = a->run;
-	pid_t *known = calloc(run->ntargets ? run->ntargets : 1, sizeof(*known));
-	int r = 0;
+	size_t had = run->ntargets;
+	struct pidx *idx = index_targets(run);
+	int r = idx ? 0 : -ENOMEM;
 
-	if (!known)
-		return -ENOMEM;
-	for (size_t i = 0; i < run->ntargets; i++)
-		known[i] = run->targets[i].pid;
-	qsort(known, run->ntargets, sizeof(*known), cmp_pid);
-	for (size_t c = 0; c < run->ncgroups && r != -ENOMEM; c++) {
-		size_t from = *n, k = from;
+	for (size_t i = 0; !r && i < l->len; i++) {
+		ssize_t k = find_target(idx, had, l->v[i].pid);
 
-		if (run->cgroups[c].kill != MR_CGKILL_PIDFD)
-			continue;
-		r = list_cgroup(run, (int)c, v, n, cap, false);
-		for (size_t i = from; !r && i < *n; i++)
-			if (!known_pid(known, run->ntargets, (*v)[i].spec.pid))
-				(*v)[k++] = (*v)[i];
-		if (!r)
-			*n = k;
-		else if (r != -ENOMEM)
-			mr_note_add(run, (struct mr_note){ .kind = MR_N_RESCAN_FAILED,
-							   .cgroup = (int)c, .errnum = -r });
+		if (k < 0 || ended(&run->targets[k]))
+			r = open_pick(a, &(struct pick){ .pid = l->v[i].pid, .cgroup = c }, cap);
 	}
-	free(known);
-	return r == -ENOMEM ? r : 0;
+	for (size_t j = had; j < run->ntargets; j++)
+		run->targets[j].figures = MR_FIG_LATE;
+	free(idx);
+	return r;
 }
 
-/* Add the members found by a new listing as targets, opened and measured.
- * Returns the index of the first new one in run->targets, via *from. */
-static int add_newcomers(struct act *a, size_t *from, size_t *added)
+/* The v2 contract: one write to cgroup.kill kills everything in the
+ * subtree at that moment. Just before it, the cgroup is listed once more,
+ * to refuse it if it now holds mrelease or an ancestor, and to report and
+ * release what arrived since the first listing. */
+static int kill_by_file(struct act *a, int c, size_t *cap)
 {
 	struct mr_run *run = a->run;
-	struct mr_target *t, **items;
-	size_t n = 0, cap = 0;
-	struct pick *v = NULL;
+	struct mr_cgroup *cg = &run->cgroups[c];
+	struct mr_pidlist l = { 0 };
+	size_t outside;
 	int r;
 
-	*from = run->ntargets;
-	*added = 0;
-	if ((r = newcomers(a, &v, &n, &cap)) || !n) {
-		free(v);
-		return r;
+	if ((r = mr_cgroup_members(cg, true, &l, &outside)) == 0 &&
+	    !check_listing(run, c, &l, outside))
+		r = open_newcomers(a, c, &l, cap);
+	else if (!r)
+		r = -EPERM;
+	mr_pidlist_free(&l);
+	if (r == -EPERM || r == -ENOMEM || stopped(a))
+		return r == -EPERM || r == -ENOMEM ? r : 0;
+	begin(a);
+	if (!r && !(r = mr_cgroup_kill(cg))) {
+		cg->killed = true;
+		run->kill_us = mr_now_us() - run->cfg.start_us;
+		note(run, MR_N_CGKILL, c, 0, 0);
+	} else {
+		cg->kill_errnum = -r;
+		note(run, MR_N_KILL_FAILED, c, 0, -r);
 	}
-	/* Room for their pidfds; what does not fit fails to open, and is
-	 * reported. */
-	mr_fd_budget(run->cfg.proc, run->ntargets + n, run->threads + FD_RESERVE);
-	t = reallocarray(run->targets, run->ntargets + n, sizeof(*t));
-	items = calloc(n, sizeof(*items));
-	if (t)
-		run->targets = t;
-	if (!t || !items) {
-		free(v);
-		free(items);
-		return -ENOMEM;
+	for (size_t i = 0; i < run->ntargets; i++) {
+		struct mr_target *t = &run->targets[i];
+
+		if (t->cgroup != c || t->named || !to_kill(t))
+			continue;
+		if (cg->killed) {
+			t->state = MR_SIGNALLED;
+			t->signal = SIGKILL;
+		} else {
+			mr_target_end(t, MR_FAILED, MR_R_KILL, cg->kill_errnum);
+		}
 	}
-	for (size_t i = 0; i < n; i++) {
-		t = &run->targets[*from + i];
-		mr_target_init(t, v[i].spec, v[i].cgroup);
-		t->rescanned = true;
-		items[i] = t;
+	return 0;
+}
+
+/* The target that listed pid in cgroup c is: the run's, if it is still that
+ * process (not reaped, so the pid is still its own) and not done with, or
+ * one that failed already; else a new one, opened. NULL: none (no memory;
+ * see *err). */
+static struct mr_target *member_target(struct act *a, int c, const struct pidx *idx, size_t n,
+				       pid_t pid, size_t *cap, int *err)
+{
+	struct mr_run *run = a->run;
+	ssize_t k = find_target(idx, n, pid);
+	struct mr_target *t = k < 0 ? NULL : &run->targets[k];
+
+	if (t && (t->state == MR_FAILED ||
+		  (!ended(t) && t->pidfd >= 0 && mr_target_alive(t))))
+		return t;
+	if ((*err = open_pick(a, &(struct pick){ .pid = pid, .cgroup = c }, cap)))
+		return NULL;
+	t = &run->targets[run->ntargets - 1];
+	t->figures = MR_FIG_LATE;
+	return t;
+}
+
+/* One listing's kills: each member not killed yet, checked to be one still,
+ * is sent SIGKILL. How many were killed now; in cg->remaining, how many
+ * could not be. */
+static size_t kill_listed(struct act *a, int c, const struct mr_pidlist *l, size_t *cap, int *err)
+{
+	struct mr_run *run = a->run;
+	struct mr_cgroup *cg = &run->cgroups[c];
+	size_t n = run->ntargets, fresh = 0;
+	struct pidx *idx = index_targets(run);
+
+	cg->remaining = 0;
+	*err = idx ? 0 : -ENOMEM;
+	for (size_t i = 0; !*err && i < l->len && !stopped(a); i++) {
+		struct mr_target *t = member_target(a, c, idx, n, l->v[i].pid, cap, err);
+
+		if (!t || t->signal == SIGKILL)
+			continue;
+		if (t->state != MR_FAILED && !ended(t) && still_member(run, t) && send(a, t, SIGKILL))
+			fresh++;
+		cg->remaining += t->state == MR_FAILED;
 	}
-	free(v);
-	run->ntargets += n;
-	*added = n;
-	r = phase(a, MR_JOB_OPEN, items, n);
+	free(idx);
+	return fresh;
+}
+
+/* Where cgroup.kill cannot say what was asked (v1, --no-recursive): list,
+ * open each pid, check that it is still a member, SIGKILL it; list again,
+ * until a listing finds no member that has not been killed. Everything in
+ * the cgroup while this runs is killed. Bounded in listings and in time: a
+ * cgroup still not empty then is a failure, with the count. */
+static int kill_until_empty(struct act *a, int c, size_t *cap)
+{
+	struct mr_run *run = a->run;
+	struct mr_cgroup *cg = &run->cgroups[c];
+	int64_t end = mr_now_us() + (int64_t)run->bound_ms * 1000;
+	size_t fresh = 1, outside;
+	int r = 0;
+
+	while (fresh && cg->rounds < ROUNDS_MAX && mr_now_us() < end && !stopped(a)) {
+		struct mr_pidlist l = { 0 };
+
+		cg->rounds++;
+		if ((r = mr_cgroup_members(cg, run->cfg.recursive, &l, &outside))) {
+			cg->kill_errnum = -r;
+			r = 0;
+			break;
+		}
+		if (check_listing(run, c, &l, outside))
+			r = -EPERM;
+		else
+			fresh = kill_listed(a, c, &l, cap, &r);
+		mr_pidlist_free(&l);
+		if (r)
+			return r;
+	}
+	if (fresh && !cg->kill_errnum && !run->interrupted)
+		cg->remaining += fresh;
+	/* First-listing members that no later listing found: gone, or left. */
+	for (size_t i = 0; !run->interrupted && i < run->ntargets; i++) {
+		struct mr_target *t = &run->targets[i];
+
+		if (t->cgroup == c && !t->named && to_kill(t) && mr_target_alive(t))
+			mr_target_end(t, MR_LEFT_OUT, MR_R_LEFT, 0);
+		else if (t->cgroup == c && !t->named && to_kill(t))
+			mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
+	}
+	if (run->interrupted)
+		return 0;
+	cg->killed = !cg->remaining && !cg->kill_errnum;
+	if (cg->kill_errnum)
+		note(run, MR_N_KILL_FAILED, c, 0, cg->kill_errnum);
+	else
+		note(run, cg->killed ? MR_N_UNTIL_EMPTY : MR_N_NOT_EMPTY, c,
+		     cg->killed ? cg->rounds : cg->remaining, 0);
+	return 0;
+}
+
+/* SIGKILL for each named target through its pidfd, then each cgroup by its
+ * method. */
+static int kill_all(struct act *a, size_t *cap)
+{
+	struct mr_run *run = a->run;
+	int r = 0;
+
+	for (size_t i = 0; i < run->ntargets && !stopped(a); i++)
+		if (run->targets[i].named && to_kill(&run->targets[i]))
+			send(a, &run->targets[i], SIGKILL);
+	for (size_t c = 0; c < run->ncgroups && !r && !stopped(a); c++) {
+		if (run->cgroups[c].kill == MR_CGKILL_FILE)
+			r = kill_by_file(a, (int)c, cap);
+		else
+			r = kill_until_empty(a, (int)c, cap);
+	}
+	return r;
+}
+
+/* Release what is to be released, largest first. */
+static int release(struct act *a, enum mr_state state)
+{
+	struct mr_run *run = a->run;
+	size_t n, *items = in_state(run, state, &n);
+	int r;
+
+	if (!items)
+		return fatal(run, -ENOMEM, "target list");
+	qsort_r(items, n, sizeof(*items), by_rss_desc, run);
+	if (n)
+		begin(a);
+	r = run_jobs(a, JOB_RELEASE, items, n, INT64_MAX);
 	free(items);
 	return r;
 }
 
-/* Leave a member found by a later listing alone, and say why. */
-static void leave(struct mr_run *run, struct mr_target *t)
+/* A dry run: what the real run would do with each target, from /proc. */
+static void predict(struct mr_run *run)
 {
-	if (t->status == MR_PENDING && !t->dropped)
-		note(run, t->ino && run->listed_ino && t->ino < run->listed_ino ? MR_N_MOVED_IN :
-										  MR_N_LATE_ARRIVAL,
-		     t->pid, t->cgroup, 0);
-	t->dropped = true;
-	mr_target_close(t);
-}
+	for (size_t i = 0; i < run->ntargets; i++) {
+		struct mr_target *t = &run->targets[i];
 
-/* Whether ppid is a target still pending (alive, and about to be killed)
- * among run->targets[0..n). */
-static bool pending_parent(const struct mr_run *run, size_t n, pid_t ppid)
-{
-	for (size_t i = 0; ppid > 1 && i < n; i++) {
-		const struct mr_target *p = &run->targets[i];
-
-		if (p->pid == ppid && to_act(p, true))
-			return true;
-	}
-	return false;
-}
-
-/* --grace, just before the SIGKILL: the members' descendants made during
- * the grace (their parents, still alive, say whose they are), and anything
- * made in the first kill window that the first listing missed. They are
- * killed with the members. */
-static int descendants(struct act *a)
-{
-	struct mr_run *run = a->run;
-	struct mr_target *t;
-	size_t from, n;
-	bool *taken, more;
-	int r;
-
-	window_open(run);
-	if ((r = add_newcomers(a, &from, &n)) || !n || run->interrupted)
-		return r == -ENOMEM ? fatal(run, r, "target list") : r;
-	if (!(taken = calloc(n, sizeof(*taken))))
-		return fatal(run, -ENOMEM, "target list");
-	t = run->targets + from;
-	for (size_t i = 0; i < n; i++)
-		taken[i] = t[i].status == MR_PENDING && in_window(run, t[i].ino);
-	/* A child, a grandchild... of a member: until nothing more is taken. */
-	do {
-		more = false;
-		for (size_t i = 0; i < n; i++) {
-			bool child;
-
-			if (taken[i] || t[i].status != MR_PENDING || t[i].dropped)
-				continue;
-			child = pending_parent(run, from, t[i].ppid);
-			for (size_t j = 0; !child && j < n; j++)
-				child = taken[j] && t[j].pid == t[i].ppid;
-			if (child)
-				taken[i] = more = true;
-		}
-	} while (more);
-	for (size_t i = 0; i < n; i++) {
-		if (!taken[i])
-			leave(run, &t[i]);
+		if (t->state != MR_OPENED)
+			continue;
+		if (run->cfg.kill || mr_proc_dying(run->cfg.proc, t->mm_pid) != 0)
+			t->state = MR_PREDICTED;
+		else if (run->cfg.dying)
+			mr_target_end(t, MR_LEFT_OUT, MR_R_NOT_DYING, 0);
 		else
-			note(run, MR_N_LATE_FORK, t[i].pid, t[i].cgroup,
-			     !in_window(run, t[i].ino));
+			mr_target_end(t, MR_FAILED, MR_R_NOT_EXITING, 0);
 	}
-	free(taken);
-	return 0;
-}
-
-/* Listings after the kill, of cgroups killed through pidfds: a member made
- * in a kill window is a late fork, measured, killed and released; any other
- * member found is left alone. Each round opens a window of its own, so a
- * late fork's own forks turn up in the next round. */
-static int late_forks(struct act *a)
-{
-	struct mr_run *run = a->run;
-	int r = 0;
-
-	if (!a->late_forks || !run->sent)
-		return 0;
-	if (!run->nwin)
-		for (size_t c = 0; c < run->ncgroups; c++)
-			if (run->cgroups[c].kill == MR_CGKILL_PIDFD)
-				note(run, MR_N_NO_RESCAN, 0, (int)c, 0);
-	for (int round = 0; !r && !run->interrupted && round < LATE_ROUNDS; round++) {
-		struct mr_target *t, **items;
-		size_t from, n, forks = 0;
-
-		window_open(run);
-		if ((r = add_newcomers(a, &from, &n)) || !n || run->interrupted)
-			break;
-		t = run->targets + from;
-		for (size_t i = 0; i < n; i++) {
-			if (t[i].status == MR_EXITED || t[i].dropped) {
-				t[i].dropped = true;
-				mr_target_close(&t[i]);
-			} else if (t[i].status != MR_PENDING) {
-				/* It failed to open (EMFILE...): reported, not dropped. */
-			} else if (in_window(run, t[i].ino)) {
-				note(run, MR_N_LATE_FORK, t[i].pid, t[i].cgroup, 0);
-				forks++;
-			} else {
-				leave(run, &t[i]);
-			}
-		}
-		if (!forks)
-			break;
-		if (!(items = calloc(n, sizeof(*items)))) {
-			r = -ENOMEM;
-			break;
-		}
-		kill_all(a, items, pending(t, n, items, false));
-		r = phase(a, MR_JOB_RELEASE, items, pending(t, n, items, false));
-		free(items);
-	}
-	window_close(run);
-	return r == -ENOMEM ? fatal(run, r, "target list") : r;
 }
 
 /* ---- waiting ------------------------------------------------------------- */
 
-/* --wait, and the wait that stands in for a missing process_mrelease. */
-static int wait_exits(struct act *a, struct mr_target *t, size_t n, int64_t deadline, bool nosys)
+/* --wait for the released targets to exit; and, without process_mrelease,
+ * for the killed ones, in its place. */
+static int wait_exits(struct act *a)
 {
 	struct mr_run *run = a->run;
-	struct mr_target **items;
-	size_t k = 0, left;
-	int r;
+	size_t *items = calloc(run->ntargets ? run->ntargets : 1, sizeof(*items)), n = 0;
+	bool *gone = calloc(run->ntargets ? run->ntargets : 1, sizeof(*gone));
+	int r = items && gone ? 0 : -ENOMEM;
 
-	if (!run->cfg.wait && !nosys)
-		return 0;
-	if (!(items = calloc(n ? n : 1, sizeof(*items))))
-		return fatal(run, -ENOMEM, "target list");
-	for (size_t i = 0; i < n; i++) {
-		if (t[i].dropped)
-			continue;
-		if (t[i].waiting || (run->cfg.wait && t[i].status == MR_RELEASED))
-			items[k++] = &t[i];
-		else if (run->cfg.wait && t[i].status == MR_EXITED)
-			t[i].exited = 1;
-	}
-	r = mr_wait_exit(items, k, deadline, &run->cfg.waitmask, &left);
-	if (r == -EINTR) {
-		run->interrupted = run->interrupted_waiting = true;
-		r = 0;
-	}
-	for (size_t i = 0; i < k; i++) {
-		struct mr_target *w = items[i];
-		bool gone = i < k - left;
+	for (size_t i = 0; !r && i < run->ntargets; i++) {
+		const struct mr_target *t = &run->targets[i];
 
-		if (w->waiting && gone) {
-			w->status = MR_EXITED;
-			mr_measure(run->cfg.proc, run->cfg.measure, w, &w->after);
-		} else if (w->waiting && !run->interrupted) {
-			mr_target_fail(w, MR_E_NOSYS, 0);
-		}
-		if (!w->waiting || gone)
-			w->waiting = false;
-		if (run->cfg.wait)
-			w->exited = gone ? 1 : 0;
+		if ((run->cfg.wait && t->state == MR_RELEASED) || (a->nosys && !ended(t)))
+			items[n++] = i;
+	}
+	if (!r && n)
+		r = wait_targets(a, items, n, mr_now_us() + (int64_t)run->cfg.wait_ms * 1000, gone);
+	for (size_t i = 0; !r && i < n; i++) {
+		struct mr_target *t = &run->targets[items[i]];
+
+		if (t->state == MR_RELEASED)
+			t->exited = gone[i];
+		else if (gone[i])
+			exited(run, t);
+		else if (!run->interrupted)
+			mr_target_end(t, MR_FAILED, MR_R_NOSYS, 0);
 	}
 	free(items);
+	free(gone);
 	return r ? fatal(run, r, "waiting for the targets to exit") : 0;
 }
 
-/* ---- the run ----------------------------------------------------------- */
+/* ---- the run ------------------------------------------------------------- */
 
 static unsigned int default_jobs(const struct mr_config *cfg)
 {
@@ -853,132 +1069,152 @@ static unsigned int default_jobs(const struct mr_config *cfg)
 	return (unsigned int)CPU_COUNT(&cpus);
 }
 
-/* What is left once the work is over: targets not done are interrupted, or
- * stuck; those that turned out not to be members go; each cgroup's members
- * and results are counted. */
-static void finish(struct mr_run *run)
+/* Threads first: under load a new thread can wait for a CPU for
+ * milliseconds, and meanwhile the main thread reads the ancestors and lists
+ * the cgroups. Never more threads than pids named. */
+static int start(struct act *a, const struct mr_pidlist *named)
 {
-	size_t k = 0, interrupted = 0;
+	struct mr_run *run = a->run;
+	unsigned int jobs = run->cfg.jobs ? run->cfg.jobs : default_jobs(&run->cfg), started;
+	sigset_t blocked;
+	int r, err;
+
+	if (!run->ncgroups && !run->cfg.dying && jobs > named->len)
+		jobs = named->len ? (unsigned int)named->len : 1;
+	if ((r = mr_pool_start(&a->pool, jobs, &run->cfg.sched, &started, &err)))
+		return fatal(run, r, "worker threads");
+	run->threads = started;
+	if (started < jobs)
+		note(run, MR_N_THREADS_SHORT, -1, started, err);
+	sigprocmask(SIG_BLOCK, NULL, &blocked);
+	sigemptyset(&a->held);
+	for (int s = 1; s < NSIG; s++)
+		if (sigismember(&blocked, s) == 1 && sigismember(&run->cfg.waitmask, s) == 0)
+			sigaddset(&a->held, s);
+	a->read_left_us = (int64_t)MR_READ_BOUND_MS * 1000;
+	run->bound_ms = run->cfg.wait_ms > BOUND_MIN_MS ? run->cfg.wait_ms : BOUND_MIN_MS;
+	return 0;
+}
+
+/* Before anything is sent: the threads' nice value and CPUs are best
+ * effort, said once. */
+static void ready(struct act *a)
+{
+	struct mr_run *run = a->run;
+	int nice_err, affinity_err;
+
+	mr_pool_ready(a->pool, &nice_err, &affinity_err);
+	run->nice_applied = !run->cfg.sched.set_nice || !nice_err;
+	run->affinity_applied = !run->cfg.sched.set_affinity || !affinity_err;
+	if (!run->nice_applied)
+		note(run, MR_N_NICE, -1, 0, nice_err);
+	if (!run->affinity_applied)
+		note(run, MR_N_AFFINITY, -1, 0, affinity_err);
+	note(run, MR_N_THREADS, -1, run->threads, 0);
+}
+
+/* Kill and release. */
+static int kill_run(struct act *a, size_t *cap)
+{
+	struct mr_run *run = a->run;
+	int r;
+
+	if ((r = read_before(a)) || stopped(a))
+		return r;
+	if (run->cfg.grace && ((r = grace(a)) || run->interrupted))
+		return r;
+	if ((r = kill_all(a, cap)) || run->interrupted)
+		return r;
+	return release(a, MR_SIGNALLED);
+}
+
+/* What is left once the work is over: targets not done are interrupted (a
+ * signal, or a cgroup refused once the run had begun, stopped it), and each
+ * cgroup's members and results are counted. */
+static void finish(struct act *a)
+{
+	struct mr_run *run = a->run;
+	size_t unfinished = 0, not_dying = 0, given_up = 0;
 
 	for (size_t i = 0; i < run->ntargets; i++) {
 		struct mr_target *t = &run->targets[i];
 
-		if (t->status == MR_PENDING && run->interrupted)
-			t->status = MR_INTERRUPTED;
-		else if (t->status == MR_PENDING && t->stuck)
-			mr_target_fail(t, MR_E_STUCK, MR_JOB_TRY_RELEASE);
-		if (t->waiting && run->interrupted)
-			t->status = MR_INTERRUPTED;
-		interrupted += t->status == MR_INTERRUPTED;
-		if (t->dropped)
-			mr_target_close(t);
-		else
-			run->targets[k++] = *t;
+		if (!ended(t) && t->state != MR_PREDICTED) {
+			t->state = MR_INTERRUPTED;
+			unfinished++;
+		}
+		not_dying += t->state == MR_LEFT_OUT && t->reason == MR_R_NOT_DYING;
+		given_up += t->figures == MR_FIG_GIVEN_UP && t->state != MR_LEFT_OUT;
+		mr_target_close(t);
 	}
-	run->ntargets = k;
 	if (run->interrupted)
-		mr_note_add(run, (struct mr_note){ .kind = MR_N_INTERRUPTED, .n = interrupted,
-						   .why = run->interrupted_waiting });
+		note(run, MR_N_INTERRUPTED, -1, unfinished, 0);
+	if (run->cfg.dying)
+		note(run, MR_N_NOT_DYING, -1, not_dying, 0);
+	if (given_up)
+		note(run, MR_N_GIVEN_UP, -1, given_up, 0);
+	if (a->stuck)
+		note(run, MR_N_STUCK, -1, a->stuck, 0);
+	if (a->retries)
+		note(run, MR_N_RETRIES, -1, a->retries, 0);
+	if (a->nosys)
+		note(run, MR_N_NOSYS, -1, 0, 0);
 	for (size_t c = 0; c < run->ncgroups; c++) {
 		struct mr_cgroup *cg = &run->cgroups[c];
 
-		if (!run->cfg.dry_run)
+		if (run->sent)
 			mr_cgroup_memory_kb(cg, &cg->memory_after_kb);
-		cg->members = cg->released = cg->failed = 0;
+		cg->members = cg->released = cg->failed = cg->left_out = 0;
 		for (size_t i = 0; i < run->ntargets; i++) {
 			const struct mr_target *t = &run->targets[i];
 
 			if (t->cgroup != (int)c)
 				continue;
-			cg->members++;
-			cg->released += t->status == MR_RELEASED;
-			cg->failed += t->status == MR_FAILED;
+			cg->left_out += t->state == MR_LEFT_OUT;
+			cg->members += t->state != MR_LEFT_OUT;
+			cg->released += t->state == MR_RELEASED;
+			cg->failed += t->state == MR_FAILED;
 		}
 	}
 }
 
-/* Select, signal, release and wait, as run->cfg asks. Returns 0, with each
- * target's fate in it; or -errno with run->fatal naming the step that
- * failed. If run->sent is set then, something was already done, and the
- * run still holds what. */
+/* Select, kill, release and wait, as run->cfg asks. Returns 0, with each
+ * target's fate in it; -EPERM when a cgroup was refused (run->refused says
+ * which and why; run->sent whether anything had gone out before); or
+ * another -errno with run->fatal naming the step that failed. */
 int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 {
 	struct act a = { .run = run };
-	unsigned int jobs = run->cfg.jobs ? run->cfg.jobs : default_jobs(&run->cfg);
-	bool nosys = false, batched;
-	unsigned int retries = 0;
-	int64_t deadline;
-	size_t budget;
+	size_t cap = 0;
 	int r;
 
-	run->bound_ms = run->cfg.wait_ms > BOUND_MIN_MS ? run->cfg.wait_ms : BOUND_MIN_MS;
-	/* The threads start first: under load a new thread can wait for a
-	 * CPU for milliseconds, and meanwhile the main thread reads the
-	 * ancestors and lists the cgroups. Never more threads than pids. */
-	if (!run->ncgroups && jobs > named->len)
-		jobs = named->len ? (unsigned int)named->len : 1;
-	if ((r = mr_pool_start(&a.pool, run, jobs)))
-		return fatal(run, r, "worker threads");
+	if ((r = start(&a, named)))
+		return r;
 	if ((r = mr_ancestors(run->cfg.proc, &run->ancestors, &run->nancestors))) {
 		fatal(run, r, "cannot read the chain of mrelease's ancestors; nothing was sent");
 		goto out;
 	}
-	if (run->cfg.kill && !run->cfg.dry_run && run->ncgroups) {
-		window_open(run);
-		run->listed_ino = run->win_lo[0];
-	}
-	if ((r = gather(run, named)) || !run->ntargets)
+	if ((r = select_targets(&a, named, &cap)) || !run->ntargets)
 		goto out;
-	plan_kills(&a);
-	budget = mr_fd_budget(run->cfg.proc, run->ntargets, run->threads + FD_RESERVE);
-	if (budget == 0)
-		budget = 1;
-	a.batched = batched = budget < run->ntargets;
-	if (batched)
-		mr_note_add(run, (struct mr_note){ .kind = MR_N_BATCHES, .cgroup = -1,
-						   .n = (run->ntargets + budget - 1) / budget });
-	if (run->listed_ino && (a.late_forks || batched))
-		mr_pid_watermark(&run->listed_end_ino);
-	/* Without a kill through pidfds, the window has no use. */
-	if (!a.late_forks)
-		run->win_open = false;
-	if ((r = mr_pool_ready(a.pool))) {
-		fatal(run, r, "cannot set the releasing threads' nice value or CPUs; nothing was sent");
-		goto out;
+	plan_kills(run);
+	ready(&a);
+	if (run->cfg.dry_run) {
+		r = read_before(&a);
+		predict(run);
+	} else if (run->cfg.kill) {
+		r = kill_run(&a, &cap);
+	} else if (!(r = read_before(&a))) {
+		r = release(&a, MR_OPENED);
 	}
-	mr_note_add(run, (struct mr_note){ .kind = MR_N_THREADS, .n = run->threads });
-	for (size_t i = 0; !r && !run->interrupted && i < run->ntargets; i += budget) {
-		size_t n = run->ntargets - i < budget ? run->ntargets - i : budget;
-
-		r = batch(&a, i, n, i == 0);
-		/* Short of descriptors: each batch is done, waited for and
-		 * closed before the next is opened. */
-		if (!r && !run->interrupted && batched) {
-			mr_pool_stats(a.pool, &retries, &nosys);
-			deadline = mr_now_us() + (int64_t)run->cfg.wait_ms * 1000;
-			r = wait_exits(&a, run->targets + i, n, deadline, nosys);
-			for (size_t k = i; k < i + n; k++)
-				mr_target_close(&run->targets[k]);
-		}
-	}
-	if (!r && !run->interrupted && !batched)
-		r = late_forks(&a);
-	mr_pool_stats(a.pool, &retries, &nosys);
-	if (!r && !run->interrupted && !batched) {
-		deadline = mr_now_us() + (int64_t)run->cfg.wait_ms * 1000;
-		r = wait_exits(&a, run->targets, run->ntargets, deadline, nosys);
-	}
-	if (retries)
-		mr_note_add(run, (struct mr_note){ .kind = MR_N_RETRIES, .n = retries });
-	if (nosys)
-		note(run, MR_N_NOSYS, 0, -1, 0);
+	if (!r && !run->interrupted && !run->cfg.dry_run)
+		r = wait_exits(&a);
 	if (run->sent) {
 		run->elapsed_us = mr_now_us() - a.act_start;
 		mr_mem_available_kb(&run->mem_available_after_kb);
 	}
 out:
 	mr_pool_stop(a.pool);
-	finish(run);
+	finish(&a);
 	return r;
 }
 
@@ -987,6 +1223,7 @@ void mr_run_free(struct mr_run *run)
 	for (size_t i = 0; i < run->ntargets; i++)
 		mr_target_close(&run->targets[i]);
 	free(run->targets);
+	free(run->missing);
 	for (size_t i = 0; i < run->ncgroups; i++)
 		mr_cgroup_free(&run->cgroups[i]);
 	free(run->cgroups);

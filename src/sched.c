@@ -9,13 +9,15 @@
 
 #include "mrelease.h"
 
-/* Applies to the calling thread only: on Linux both the nice value and
- * the affinity mask are per thread. */
-int mr_sched_apply(const struct mr_sched *s)
+/* Applies to the calling thread only: on Linux both the nice value and the
+ * affinity mask are per thread. Each is tried on its own, and is best
+ * effort: an OOM daemon's hook may lack CAP_SYS_NICE, and releasing at the
+ * priority it has beats not releasing. 0 or the errno of each. */
+void mr_sched_apply(const struct mr_sched *s, int *nice_err, int *affinity_err)
 {
+	*nice_err = *affinity_err = 0;
 	if (s->set_affinity && sched_setaffinity(0, sizeof(s->cpus), &s->cpus))
-		return -errno;
+		*affinity_err = errno;
 	if (s->set_nice && setpriority(PRIO_PROCESS, (id_t)gettid(), s->nice))
-		return -errno;
-	return 0;
+		*nice_err = errno;
 }

@@ -1,9 +1,11 @@
-/* sys.h: syscall shims. glibc's wrappers where CMake found them, the raw
- * syscall otherwise; either way the answer is -1 with errno set, and ENOSYS
- * means this kernel (or a seccomp filter) does not offer the call. */
+/* sys.h: syscall shims and the kernel's constants that mrelease relies on.
+ * glibc's wrappers where CMake found them, the raw syscall otherwise; either
+ * way the answer is -1 with errno set, and ENOSYS means this kernel (or a
+ * seccomp filter) does not offer the call. */
 #ifndef MR_SYS_H
 #define MR_SYS_H
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
@@ -18,6 +20,19 @@
 #ifndef SYS_process_mrelease
 #define SYS_process_mrelease 448 /* x86_64, and the unified table since 5.1 */
 #endif
+#ifndef PIDFD_THREAD
+#define PIDFD_THREAD O_EXCL /* include/uapi/linux/pidfd.h, Linux 6.9 */
+#endif
+#ifndef PIDFS_MAGIC
+#define PIDFS_MAGIC 0x50494446 /* include/uapi/linux/magic.h, Linux 6.9 */
+#endif
+#ifndef MCL_ONFAULT
+#define MCL_ONFAULT 4 /* include/uapi/asm-generic/mman-common.h, Linux 4.4 */
+#endif
+/* Task flags, as the ninth field of /proc/PID/stat shows them
+ * (include/linux/sched.h). */
+#define MR_PF_EXITING 0x00000004
+#define MR_PF_KTHREAD 0x00200000
 
 static inline int mr_sys_pidfd_open(pid_t pid)
 {
@@ -26,12 +41,6 @@ static inline int mr_sys_pidfd_open(pid_t pid)
 #else
 	return (int)syscall(SYS_pidfd_open, pid, 0);
 #endif
-}
-
-/* With flags (PIDFD_THREAD): the raw call, which every glibc has. */
-static inline int mr_sys_pidfd_open_flags(pid_t pid, unsigned int flags)
-{
-	return (int)syscall(SYS_pidfd_open, pid, flags);
 }
 
 static inline int mr_sys_pidfd_send_signal(int pidfd, int sig)

@@ -14,45 +14,38 @@
 #include "mrelease.h"
 #include "sys.h"
 
-#define PF_KTHREAD 0x00200000 /* include/linux/sched.h */
-#ifndef PIDFS_MAGIC
-#define PIDFS_MAGIC 0x50494446 /* include/uapi/linux/magic.h */
-#endif
-
-void mr_target_init(struct mr_target *t, struct mr_pidspec spec, int cgroup)
+void mr_target_init(struct mr_target *t, pid_t pid, int cgroup)
 {
 	*t = (struct mr_target){
-		.pid = spec.pid,
-		.want_ino = spec.ino,
-		.pidfd = -1,
-		.tgid = spec.pid,
-		.mm_pid = spec.pid,
+		.pid = pid,
 		.cgroup = cgroup,
+		.pidfd = -1,
+		.tgid = pid,
+		.mm_pid = pid,
 		.release_us = MR_UNKNOWN,
-		.status = MR_PENDING,
 		.exited = -1,
 	};
 	mr_mem_unknown(&t->before);
 	mr_mem_unknown(&t->after);
 }
 
-void mr_target_fail(struct mr_target *t, enum mr_error error, int errnum)
+/* End it: a state from MR_RELEASED on, with the reason. */
+void mr_target_end(struct mr_target *t, enum mr_state state, enum mr_reason reason, int errnum)
 {
-	t->status = MR_FAILED;
-	t->error = error;
+	t->state = state;
+	t->reason = reason;
 	t->errnum = errnum;
 }
 
-/* The process behind the pidfd has not been reaped. A zombie counts as
- * alive here: its pid cannot be reused yet. */
+/* The process behind the pidfd has not been reaped, so its pid is still
+ * its own. A zombie counts as alive here. */
 bool mr_target_alive(const struct mr_target *t)
 {
 	return mr_sys_pidfd_send_signal(t->pidfd, 0) == 0 || errno == EPERM;
 }
 
 /* A pidfd's inode names its process for as long as the system runs (pidfs,
- * Linux 6.9), and grows with every process made; before pidfs every pidfd
- * shares one anonymous inode: 0 then. */
+ * Linux 6.9); before pidfs every pidfd shares one anonymous inode: 0 then. */
 int mr_pidfd_inode(int pidfd, uint64_t *ino)
 {
 	struct statfs sfs;
@@ -66,33 +59,21 @@ int mr_pidfd_inode(int pidfd, uint64_t *ino)
 	return 0;
 }
 
-static int check_inode(struct mr_target *t)
+const struct mr_ancestor *mr_ancestor_of(const struct mr_run *run, pid_t pid)
 {
-	int r = mr_pidfd_inode(t->pidfd, &t->ino);
-
-	if (r) {
-		mr_target_fail(t, MR_E_ERRNO, -r);
-		return r;
-	}
-	if (!t->want_ino)
-		return 0;
-	if (!t->ino) {
-		mr_target_fail(t, MR_E_NO_PIDFS, 0);
-		return -EOPNOTSUPP;
-	}
-	if (t->ino != t->want_ino) {
-		mr_target_fail(t, MR_E_INODE, 0);
-		return -ESRCH;
-	}
-	return 0;
+	for (size_t i = 0; i < run->nancestors; i++)
+		if (run->ancestors[i].pid == pid)
+			return &run->ancestors[i];
+	return NULL;
 }
 
-/* The whole thread group has exited: the pidfd polls readable. */
-static bool group_exited(const struct mr_target *t)
+/* A pid named on the command line that must not be acted on fails, with
+ * its reason; one from a generated list (standard input, a cgroup) is left
+ * out, for nobody asked for it by number. */
+static int refuse(struct mr_target *t, enum mr_reason reason)
 {
-	struct pollfd p = { .fd = t->pidfd, .events = POLLIN };
-
-	return poll(&p, 1, 0) > 0;
+	mr_target_end(t, t->named && !t->stdin ? MR_FAILED : MR_LEFT_OUT, reason, 0);
+	return -EPERM;
 }
 
 /* A zombie leader. If the whole process has exited, it has given its memory
@@ -100,12 +81,13 @@ static bool group_exited(const struct mr_target *t)
  * the address space: its figures are read through one of them. */
 static int zombie_leader(const char *proc, struct mr_target *t)
 {
+	struct pollfd pfd = { .fd = t->pidfd, .events = POLLIN };
 	char path[PATH_MAX];
 	struct dirent *d;
 	DIR *dir;
 
-	if (group_exited(t)) {
-		t->status = MR_EXITED;
+	if (poll(&pfd, 1, 0) > 0) {
+		mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
 		return -ESRCH;
 	}
 	snprintf(path, sizeof(path), "%s/%d/task", proc, (int)t->pid);
@@ -123,89 +105,95 @@ static int zombie_leader(const char *proc, struct mr_target *t)
 	return 0;
 }
 
-static const struct mr_ancestor *ancestor(const struct mr_run *run, pid_t pid)
-{
-	for (size_t i = 0; i < run->nancestors; i++)
-		if (run->ancestors[i].pid == pid)
-			return &run->ancestors[i];
-	return NULL;
-}
-
-/* Refused whatever else is asked: mrelease itself and pid 1, whose death
- * takes the whole pid namespace with it; without --force also the chain
- * of processes mrelease runs under. No pidfd is needed to tell. */
-static bool refused(const struct mr_run *run, struct mr_target *t)
-{
-	const struct mr_ancestor *a;
-
-	if (t->pid == getpid())
-		mr_target_fail(t, MR_E_SELF, 0);
-	else if (t->pid == 1)
-		mr_target_fail(t, MR_E_INIT, 0);
-	else if (!run->cfg.force && (a = ancestor(run, t->pid))) {
-		mr_target_fail(t, MR_E_ANCESTOR, 0);
-		memcpy(t->comm, a->comm, sizeof(t->comm));
-	}
-	return t->status == MR_FAILED;
-}
-
 static int open_pidfd(const struct mr_run *run, struct mr_target *t)
 {
 	int e;
 
-	t->pidfd = mr_sys_pidfd_open(t->pid);
-	if (t->pidfd >= 0)
+	if ((t->pidfd = mr_sys_pidfd_open(t->pid)) >= 0)
 		return 0;
 	e = errno;
-	if (e == ESRCH)
-		mr_target_fail(t, MR_E_NO_PROCESS, 0);
+	if (e == ESRCH && t->named)
+		mr_target_end(t, MR_FAILED, MR_R_NO_PROCESS, 0);
+	else if (e == ESRCH)
+		mr_target_end(t, MR_LEFT_OUT, MR_R_GONE, 0);
 	else if (e == ENOSYS)
-		mr_target_fail(t, MR_E_NO_PIDFD, 0);
+		mr_target_end(t, MR_FAILED, MR_R_NO_PIDFD, 0);
 	/* A thread that is not its group's leader: EINVAL before Linux 6.9,
 	 * ENOENT since PIDFD_THREAD came. */
 	else if ((e == EINVAL || e == ENOENT) && mr_proc_tgid(run->cfg.proc, t->pid, &t->tgid) == 0 &&
 		 t->tgid != t->pid)
-		mr_target_fail(t, MR_E_THREAD, 0);
+		mr_target_end(t, MR_FAILED, MR_R_THREAD, 0);
 	else
-		mr_target_fail(t, MR_E_OPEN, e);
+		mr_target_end(t, MR_FAILED, MR_R_OPEN, e);
 	return -e;
 }
 
-/* Returns 0 when t is ready to be acted on; otherwise t->status says why
- * not and the return is -errno. A /proc/PID/stat that cannot be read
- * (hidepid, EMFILE) does not stop it: the pidfd is all a kill and a release
- * need, and the kernel refuses what they must not touch (a kernel thread
- * takes no signal and has no address space to release). */
-int mr_target_open(const struct mr_run *run, struct mr_target *t)
+static int check_inode(struct mr_target *t, uint64_t want)
 {
+	int r = mr_pidfd_inode(t->pidfd, &t->ino);
+
+	if (r)
+		mr_target_end(t, MR_FAILED, MR_R_OPEN, -r);
+	else if (want && !t->ino)
+		mr_target_end(t, MR_FAILED, MR_R_NO_PIDFS, 0);
+	else if (want && t->ino != want)
+		mr_target_end(t, MR_FAILED, MR_R_INODE, 0);
+	else
+		return 0;
+	t->ino = want;
+	return -EPERM;
+}
+
+/* Open a selected target and check what it is. 0: it is MR_OPENED. 1: it
+ * is MR_OPENED, but its /proc/PID/stat cannot be read (hidepid, EMFILE):
+ * the pidfd is all a kill and a release need, and the kernel refuses what
+ * they must not touch. -errno: it has ended, and t says why. Refused
+ * whatever else is asked: mrelease itself, pid 1 (its death takes the whole
+ * pid namespace with it), the chain of processes mrelease runs under, and
+ * kernel threads. */
+int mr_target_open(const struct mr_run *run, struct mr_target *t, uint64_t want_ino)
+{
+	const struct mr_ancestor *a;
 	unsigned long flags;
+	pid_t ppid;
 	char state;
 	int r;
 
-	if (refused(run, t))
-		return -EPERM;
-	if ((r = open_pidfd(run, t)) || (r = check_inode(t)))
+	if (t->pid == getpid())
+		return refuse(t, MR_R_SELF);
+	if (t->pid == 1)
+		return refuse(t, MR_R_INIT);
+	if ((a = mr_ancestor_of(run, t->pid))) {
+		memcpy(t->comm, a->comm, sizeof(t->comm));
+		return refuse(t, MR_R_ANCESTOR);
+	}
+	if ((r = open_pidfd(run, t)) || (r = check_inode(t, want_ino))) {
+		mr_target_close(t);
 		return r;
+	}
 	/* What /proc says belongs to the pidfd's process only if that process
-	 * is still there after we read it; the pidfd alone says it is gone. */
-	r = mr_proc_stat(run->cfg.proc, t->pid, t->comm, &state, &t->ppid, &flags);
+	 * is still there after we read it. */
+	r = mr_proc_stat(run->cfg.proc, t->pid, t->comm, &state, &ppid, &flags);
 	if (!mr_target_alive(t)) {
-		t->status = MR_EXITED;
+		mr_target_end(t, t->named ? MR_EXITED : MR_LEFT_OUT, t->named ? MR_R_NONE : MR_R_GONE, 0);
+		mr_target_close(t);
 		return -ESRCH;
 	}
+	t->state = MR_OPENED;
 	if (r < 0) {
 		t->comm[0] = '\0';
-		t->proc_file = "stat";
-		t->proc_errnum = -r;
-		return 0;
+		t->figures = MR_FIG_ERRNO;
+		t->fig_file = "stat";
+		t->fig_errnum = -r;
+		return 1;
 	}
-	if (flags & PF_KTHREAD) {
-		mr_target_fail(t, MR_E_KTHREAD, 0);
-		return -EPERM;
+	if (flags & MR_PF_KTHREAD) {
+		mr_target_close(t);
+		return refuse(t, MR_R_KTHREAD);
 	}
-	if (state == 'Z' || state == 'X')
-		return zombie_leader(run->cfg.proc, t);
-	return 0;
+	if ((state == 'Z' || state == 'X') && (r = zombie_leader(run->cfg.proc, t)))
+		mr_target_close(t);
+	return r;
 }
 
 void mr_target_close(struct mr_target *t)

@@ -28,17 +28,30 @@ bad_cases=(
 	"--nice -21 VICTIM|--nice '-21': expected a whole number from -20 to 19"
 	"--nice 1.5 VICTIM|--nice '1.5': expected a whole number"
 	"--jobs 0 VICTIM|--jobs '0': expected a whole number from 1 to 1024"
-	"--measure rss VICTIM|--measure 'rss': expected smaps, status or none"
+	"--measure rss VICTIM|--measure 'rss': expected status, smaps or none"
 	"--wait=soon VICTIM|--wait 'soon': expected seconds from 0 to 86400"
 	"--wait 86401 VICTIM|--wait '86401': expected seconds from 0 to 86400"
-	"--wait 1.2345 VICTIM|--wait '1.2345': expected seconds"
+	"--wait 1.2345 VICTIM|--wait '1.2345': at most three decimals (milliseconds), such as 0.001"
+	"--grace 0.0001 VICTIM|--grace '0.0001': at most three decimals (milliseconds), such as 0.001"
 	"--wait -1 VICTIM|--wait '-1': expected seconds"
 	"--wait=|--wait '': expected seconds"
 	"--wait|option '--wait' requires an argument"
 	"--grace=x VICTIM|--grace 'x': expected seconds from 0 to 86400"
 	"--grace|option '--grace' requires an argument"
 	"--bogus VICTIM|unrecognized option '--bogus'"
-	"|no PID or --cgroup given"
+	"|no PID, --cgroup, --unit or --dying given"
+	"--force VICTIM|--force is gone (0.3.0): the root of a cgroup hierarchy, and a cgroup that holds mrelease or an ancestor of it, are always refused"
+	"--signal QUIT VICTIM|--signal needs --grace: it is the signal sent before the grace"
+	"--grace 1 --signal TREM VICTIM|--signal 'TREM': not a signal such as TERM, INT, QUIT or 15 (see kill -l)"
+	"--grace 1 --signal 0 VICTIM|--signal '0': not a signal"
+	"--grace 1 --signal 32 VICTIM|--signal '32': not a signal"
+	"--dying|--dying releases what is dying and sends nothing; it cannot go with --kill"
+	"--unit=|unit '': not a unit name such as foo.service"
+	"--unit a/b.service|unit 'a/b.service': not a unit name such as foo.service"
+	"--unit mrelease-no-such.service|unit 'mrelease-no-such.service': no cgroup of that name under /"
+	"--cgroup /etc/passwd|cgroup '/etc/passwd': /etc/passwd is not in a cgroup file system"
+	"--cgroup mrelease-no-such|cgroup 'mrelease-no-such': no such cgroup: /"
+	"--cgroup 5:nosuchcontroller:/x|cgroup '5:nosuchcontroller:/x': no such cgroup"
 )
 
 @test "bad arguments: exit 2, a clear message, nothing killed" {
@@ -53,6 +66,53 @@ bad_cases=(
 		assert_output ""
 		kill -0 "$VPID" || fail "case $args killed the victim"
 	done
+}
+
+@test "--dying takes no pid; nothing is sent" {
+	start_victim -m 1
+	run -2 --separate-stderr "$MRELEASE" --dying "$VPID"
+	assert_equal "${stderr%%$'\n'*}" "mrelease: --dying selects the processes itself; give no PID (narrow it with --cgroup or --unit)"
+	assert_output ""
+	kill -0 "$VPID"
+}
+
+@test "pids separated by newlines in one argument, as \"\$(pgrep x)\" gives them, are taken" {
+	start_victims 2 -m 1
+	run -0 --separate-stderr "$MRELEASE" --dry-run --kill --json "${PIDS[0]}
+${PIDS[1]}"
+	json_ok "[.targets[].pid] == [${PIDS[0]}, ${PIDS[1]}]"
+	run -2 --separate-stderr "$MRELEASE" --kill "${PIDS[0]}
+x7"
+	assert_equal "${stderr%%$'\n'*}" "mrelease: 'x7': not a valid pid; to select processes by name, use: pgrep x7 | mrelease --kill -"
+	run -2 --separate-stderr "$MRELEASE" --kill "
+"
+	assert_regex "$stderr" "not a valid pid"
+	kill -0 "${PIDS[0]}"
+	kill -0 "${PIDS[1]}"
+}
+
+@test "--signal takes a name or number as kill -l writes them, in any case, with or without SIG" {
+	start_victim -m 1
+	local s
+	for s in QUIT quit SIGQUIT sigquit 3; do
+		run -0 --separate-stderr "$MRELEASE" --dry-run --kill --grace 1 --signal "$s" --json "$VPID"
+		json_ok '.targets[0].status == "would kill"'
+	done
+	kill -0 "$VPID"
+}
+
+@test "a cgroup path outside the cgroup mounts, as pasted on a hybrid host, gets a suggestion" {
+	local v2 base name
+	v2=$(cgroup2_mount)
+	[ -n "$v2" ] || skip "needs a cgroup2 mount"
+	base=$(dirname "$v2")
+	# Only where the cgroup2 mount is not base itself (hybrid hosts).
+	mountpoint -q "$base" && [ "$(stat -f -c %T "$base")" != tmpfs ] && skip "not a hybrid host"
+	make_cgroup "$v2"
+	name=$(basename "$CG")
+	run -2 --separate-stderr "$MRELEASE" --kill --cgroup "$base/$name"
+	assert_equal "$stderr" "mrelease: cgroup '$base/$name': not a cgroup; did you mean $v2/$name?"
+	assert_output ""
 }
 
 @test "bad pids on standard input: exit 2 before anything is sent" {
@@ -74,21 +134,22 @@ bad_cases=(
 	assert_equal "$stderr" "mrelease: standard input: more than 4194304 pids"
 }
 
-@test "empty standard input: no process selected, exit 1 (pkill's convention)" {
+@test "empty standard input: only 'no process selected', exit 1 (pkill's convention)" {
 	run -1 --separate-stderr "$MRELEASE" --kill --json - </dev/null
 	assert_equal "$stderr" "mrelease: no process selected"
-	assert_equal "$(jq -r .summary.targets <<<"$output")" 0
+	json_ok '.summary.targets == 0'
 	run -1 --separate-stderr "$MRELEASE" --kill - <<<"   "
 	assert_equal "$stderr" "mrelease: no process selected"
+	assert_output ""
 }
 
 @test "--wait takes the next word as its value: a number after it is never a pid" {
 	start_victim -m 1
 	# Once --wait took an optional value, so "--wait 600" killed pid 600.
 	run -2 --separate-stderr "$MRELEASE" --kill --wait 5
-	assert_equal "${stderr%%$'\n'*}" "mrelease: no PID or --cgroup given"
+	assert_equal "${stderr%%$'\n'*}" "mrelease: no PID, --cgroup, --unit or --dying given"
 	run -2 --separate-stderr "$MRELEASE" --kill -w 5
-	assert_equal "${stderr%%$'\n'*}" "mrelease: no PID or --cgroup given"
+	assert_equal "${stderr%%$'\n'*}" "mrelease: no PID, --cgroup, --unit or --dying given"
 	run -0 --separate-stderr "$MRELEASE" --dry-run --kill --wait 5 --json "$VPID"
 	assert_equal "$(jq -r '.targets | length' <<<"$output")" 1
 	assert_equal "$(jq -r '.targets[0].pid' <<<"$output")" "$VPID"
@@ -122,7 +183,8 @@ bad_cases=(
 	assert_line --regexp '^  -h, -\?, --help +Give this help list'
 	assert_line --regexp '^Examples:'
 	assert_line --regexp 'kill -9 1234; mrelease 1234'
-	assert_line --regexp 'mrelease --kill --cgroup '
+	assert_line --regexp 'mrelease --dying '
+	assert_line --regexp 'mrelease --kill --unit '
 	assert_line --regexp 'pgrep .* \| mrelease --kill --json -'
 	assert_equal "${lines[-1]}" "See mrelease(1)."
 	local help=$output
@@ -134,4 +196,6 @@ bad_cases=(
 	assert_output --regexp '^mrelease [0-9]+\.[0-9]+\.[0-9]+$'
 	run -0 "$MRELEASE" --usage
 	assert_output --partial 'Usage: mrelease'
+	# PID is optional: --cgroup, --unit or --dying alone will do.
+	assert_output --partial '[PID...]'
 }

@@ -11,9 +11,42 @@ need_root() {
 	[ "$(id -u)" -eq 0 ] || skip "needs root"
 }
 
+# has_json: $output is one JSON object (jq -e alone passes on empty input).
+has_json() {
+	jq -se 'length == 1 and (.[0] | type) == "object"' <<<"$output" >/dev/null 2>&1 ||
+		fail "expected one JSON document, got: ${output:-nothing}"
+}
+
 # json_get FILTER: apply a jq filter to the JSON mrelease printed.
 json_get() {
+	has_json
 	jq -er "$1" <<<"$output"
+}
+
+# json_ok FILTER: the JSON mrelease printed satisfies FILTER; on failure
+# the whole document is shown, not only the line.
+json_ok() {
+	has_json
+	jq -e "$1" <<<"$output" >/dev/null ||
+		fail "$(printf 'JSON fails %s:\n%s' "$1" "$(jq . <<<"$output")")"
+}
+
+# shim_env SPEC: SHIM_ENV, a command prefix that runs a program with one
+# call held (tests/shim.c: CALL:PATTERN:MS:WHEN[;...]); SHIM_FIRED lists
+# the holds that happened. Only the program run with it is touched.
+shim_env() {
+	SHIM_FIRED=$BATS_TEST_TMPDIR/shim.fired
+	rm -f "$SHIM_FIRED"
+	SHIM_ENV=(env LD_PRELOAD="$MR_SHIM_LIB" MR_SHIM="$1" MR_SHIM_FIRED="$SHIM_FIRED"
+		ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0)
+}
+
+# shim_fired [N]: the hold happened (at least N times): a race test whose
+# delay never fired proves nothing, and fails.
+shim_fired() {
+	local n
+	n=$(wc -l <"$SHIM_FIRED" 2>/dev/null || echo 0)
+	[ "$n" -ge "${1:-1}" ] || fail "the injected hold fired $n times, not ${1:-1}: $(cat "$SHIM_FIRED" 2>/dev/null)"
 }
 
 # wait_until TRIES COMMAND...: poll COMMAND every 0.05 s, at most TRIES
@@ -200,8 +233,27 @@ clean_cgroups() {
 	return 0
 }
 
-teardown() {
+TEARDOWN_CMDS=()
+
+# at_teardown COMMAND...: run COMMAND first thing in the teardown, also when
+# the test fails.
+at_teardown() {
+	TEARDOWN_CMDS+=("$(printf '%q ' "$@")")
+}
+
+# The one teardown: what the test asked for, its victims, its cgroups, its
+# files. A suite's own teardown calls it.
+common_teardown() {
+	local c
+	for c in "${TEARDOWN_CMDS[@]}"; do
+		eval "$c" || true
+	done
+	TEARDOWN_CMDS=()
 	kill_victims
 	clean_cgroups
 	[ -z "${NOBODY_DIR:-}" ] || rm -rf "$NOBODY_DIR"
+}
+
+teardown() {
+	common_teardown
 }

@@ -1,10 +1,10 @@
 #!/usr/bin/env bats
-# safety.bats: what mrelease must never do however it is called or ended:
-# kill what nobody named (a root cgroup, its own ancestors, a late arrival),
-# leave a cgroup frozen, let a failed reading or a shortage stop a kill,
-# or ignore Ctrl-C. Every process killed here is one this file started;
-# runs that could reach further are dry runs or run in a pid namespace of
-# their own. Delays are injected with strace at exact points.
+# safety.bats: the contracts of "What mrelease never touches" in mrelease(1),
+# one test per case, each naming the contract it checks. Every process
+# killed here is one this file started; runs that could reach further are
+# dry runs, refused, or run in a pid namespace of their own. Races are made
+# to happen by holding one call (tests/shim.c, or strace's delay_enter); a
+# test whose hold did not fire fails.
 
 bats_require_minimum_version 1.5.0
 load common
@@ -12,34 +12,38 @@ load common
 setup() {
 	need_root
 	V2=$(cgroup2_mount)
+	OUT=$BATS_TEST_TMPDIR/out
+	ERR=$BATS_TEST_TMPDIR/err
 }
 
 teardown() {
-	[ -z "${STRACE_PID:-}" ] || kill -9 "$STRACE_PID" 2>/dev/null
-	kill_victims
-	clean_cgroups
-	[ -z "${NOBODY_DIR:-}" ] || rm -rf "$NOBODY_DIR"
+	[ -z "${BG_PID:-}" ] || kill -9 "$BG_PID" 2>/dev/null
+	common_teardown
 }
 
-# start_traced LOG STRACE-ARGS... -- MRELEASE-ARGS...: mrelease under strace
-# in the background, its stdout and stderr in $BATS_TEST_TMPDIR/{out,err};
-# STRACE_PID is strace, MR_PID mrelease once it runs.
-start_traced() {
-	local log=$1 sargs=()
-	shift
-	while [ "$1" != -- ]; do
-		sargs+=("$1")
-		shift
-	done
-	shift
-	ASAN_OPTIONS=detect_leaks=0 strace -f -o "$log" "${sargs[@]}" "$MRELEASE" "$@" \
-		>"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	STRACE_PID=$!
-	wait_until 200 pgrep -P "$STRACE_PID" >/dev/null
-	MR_PID=$(pgrep -P "$STRACE_PID")
+# bg COMMAND...: run COMMAND in the background, its stdout and stderr in
+# $OUT and $ERR; BG_PID is its pid.
+bg() {
+	"$@" >"$OUT" 2>"$ERR" 3>&- &
+	BG_PID=$!
 }
 
-# sigkill_pending PID: SIGKILL (bit 8) is pending for PID or its group.
+# bg_done [STATUS]: the background command has ended (within 30 s), with
+# STATUS if given; its status in BG_STATUS, its output in $output and
+# $stderr.
+bg_done() {
+	wait_until 600 bash -c "! kill -0 $BG_PID 2>/dev/null" ||
+		fail "still running: $(cat "$ERR")"
+	BG_STATUS=0
+	wait "$BG_PID" || BG_STATUS=$?
+	BG_PID=
+	output=$(cat "$OUT")
+	stderr=$(cat "$ERR")
+	[ -z "${1:-}" ] || [ "$BG_STATUS" = "$1" ] ||
+		fail "exit status $BG_STATUS, not $1; stderr: $stderr; stdout: $output"
+}
+
+# sigkill_pending PID: SIGKILL (bit 8) waits for PID or its group.
 sigkill_pending() {
 	local mask
 	for mask in $(awk '/^(SigPnd|ShdPnd):/ { print $2 }' "/proc/$1/status"); do
@@ -48,295 +52,440 @@ sigkill_pending() {
 	return 1
 }
 
-# report_done: the JSON report has been written in full.
-report_done() {
-	grep -q '"summary"' "$BATS_TEST_TMPDIR/out" 2>/dev/null
+# gone_or_killed PID: PID has exited, or a SIGKILL waits for it.
+gone_or_killed() {
+	! kill -0 "$1" 2>/dev/null || sigkill_pending "$1"
 }
 
-# cgroup_v1_mounts: every v1 hierarchy's mount point.
+# at_least N DIR: cgroup DIR holds N processes or more.
+at_least() {
+	[ "$(wc -l <"$2/cgroup.procs")" -ge "$1" ]
+}
+
+# empty_cgroup DIR: no process left in DIR (killed ones take a moment).
+empty_cgroup() {
+	wait_until 100 bash -c "[ -z \"\$(cat '$1/cgroup.procs')\" ]" ||
+		fail "$1 still holds: $(tr '\n' ' ' <"$1/cgroup.procs")"
+}
+
 cgroup_v1_mounts() {
 	awk '{ for (i = 7; i <= NF; i++) if ($i == "-") break
 	       if ($(i + 1) == "cgroup") print $5 }' /proc/self/mountinfo
 }
 
-# --- 2. root cgroups ---------------------------------------------------------
+need_v1_memory() {
+	V1=$(cgroup_v1_mount memory)
+	[ -n "$V1" ] || skip "needs the cgroup v1 memory controller"
+}
 
-@test "the root of every hierarchy is refused, however it is spelled, even for a dry run" {
+# --- the roots of the hierarchies -------------------------------------------
+
+@test "never: the root of a hierarchy, however it is spelled, even for a dry run" {
 	need_v2
 	start_victim -m 1
-	local roots=("" "." "/" "//" "$V2" "$V2/" "$V2/." "$V2//") mnt r
+	local roots=("" "/" "//" "$V2" "$V2/" "$V2/." "$V2//" "0::/") mnt r
 	while read -r mnt; do
 		roots+=("$mnt" "$mnt/")
 	done < <(cgroup_v1_mounts)
 	for r in "${roots[@]}"; do
 		run -2 --separate-stderr "$MRELEASE" --dry-run --kill --cgroup "$r" "$VPID"
 		assert_output ""
-		[[ $stderr == "mrelease: cgroup '$r' is /"*", the root of the cgroup"*" hierarchy: it holds every process of the system; refusing it without --force" ]] ||
+		[[ $stderr == "mrelease: cgroup '$r' is /"*", the root of the cgroup"*" hierarchy: it holds every process of the system; refusing it (to release every dying process, use --dying alone)" ]] ||
 			fail "'$r': $stderr"
 	done
-	run -2 --separate-stderr "$MRELEASE" --kill --cgroup "$V2/"
-	assert_equal "$stderr" "mrelease: cgroup '$V2/' is $V2, the root of the cgroup2 hierarchy: it holds every process of the system; refusing it without --force"
 	kill -0 "$VPID"
 }
 
-@test "--force takes a root cgroup (dry run), but never pid 1, mrelease or kernel threads" {
-	need_v2
-	run --separate-stderr bash -c '"$0" --force --dry-run --verbose --json --cgroup "$1"; echo "parent $$" >&2' \
-		"$MRELEASE" "$V2"
-	[ "$status" -eq 0 ] || [ "$status" -eq 64 ] || fail "exit $status: $stderr"
-	local parent
-	parent=$(sed -n 's/^parent //p' <<<"$stderr")
-	json_get '.summary.targets > 0' >/dev/null
-	assert_equal "$(json_get '[.targets[] | select(.pid == 1)] | length')" 0
-	assert_equal "$(json_get '[.targets[] | select(.comm == "kthreadd")] | length')" 0
-	# --force lifts the ancestors' protection: the calling shell is a target.
-	assert_equal "$(json_get "[.targets[] | select(.pid == $parent)] | length")" 1
-	assert_regex "$stderr" "leaving out pid [0-9]+, mrelease itself"
-	assert_regex "$stderr" "leaving out pid 1"
-	assert_regex "$stderr" "leaving out pid 2, a kernel thread"
-	assert_equal "$(json_get '[.targets[].status] | unique | map(select(. != "skipped" and . != "exited")) | length')" 0
-}
+# --- contract 1: v2, one write to cgroup.kill --------------------------------
 
-# --- 3. ancestors ------------------------------------------------------------
-
-@test "a named ancestor is refused, with its name; --force lets it be killed" {
-	run -0 --separate-stderr bash -c '"$0" --kill --json $$; echo "rc=$? shell alive"' "$MRELEASE"
-	assert_regex "$stderr" "^mrelease: pid [0-9]+: refusing to release bash, an ancestor of mrelease \(--force overrides\)$"
-	assert_line "rc=1 shell alive"
-	# The grandparent too.
-	run -0 --separate-stderr bash -c 'bash -c "\"\$0\" --kill \$PPID; echo rc=\$?" "$0"; echo "shell alive"' \
-		"$MRELEASE"
-	assert_regex "$stderr" "refusing to release bash, an ancestor of mrelease"
-	assert_line "rc=1"
-	assert_line "shell alive"
-	# With --force the parent is killed (it is this test's own shell).
-	run --separate-stderr bash -c '"$0" --force --kill --quiet $$; echo "not reached"' "$MRELEASE"
-	assert_equal "$status" 137
-	assert_equal "$output" ""
-}
-
-@test "pgrep -f from a script matches the script itself: the script lives, the victim dies" {
-	run --separate-stderr in_pidns '
-		tok=mrtoken$RANDOM$RANDOM
-		(exec -a "victim-$tok" "$2" -m 4 -r "$3/v") </dev/null >/dev/null &
-		while [ ! -s "$3/v" ]; do sleep 0.05; done
-		victim=$(cat "$3/v")
-		bash -c "pgrep -f $tok | \"\$0\" --kill --json -; echo script alive rc=\$?" "$1"
-		kill -0 "$victim" 2>/dev/null && ! grep -q "^State:.*Z" /proc/$victim/status &&
-			echo "victim alive"
-		exit 0'
-	assert_success
-	assert_line --regexp '^script alive rc=64$'
-	refute_line "victim alive"
-	assert_regex "$stderr" "refusing to release bash, an ancestor of mrelease"
-	local json
-	json=$(sed -n '/^{"targets"/,/^"summary"/p' <<<"$output")
-	assert_equal "$(jq -r '[.targets[] | select(.status == "released" or .status == "exited")] | length' <<<"$json")" 1
-}
-
-# The cgroup case ("--cgroup X --kill" from a shell inside X) is in
-# cgroup.bats: the shell and mrelease are left out, not failed.
-
-# --- 4. never frozen ---------------------------------------------------------
-
-@test "mrelease never opens cgroup.freeze" {
+@test "contract 1: one write to cgroup.kill; never cgroup.freeze; nothing listed after the write" {
 	need_v2
 	need_strace
-	local cg
-	cgroup_with_victim "$V2" -m 4
-	cg=$CG
-	ASAN_OPTIONS=detect_leaks=0 run -0 strace -f -o "$BATS_TEST_TMPDIR/log" -e trace=openat,open \
-		"$MRELEASE" --kill --quiet --cgroup "$cg"
-	grep -q "$cg/cgroup.kill" "$BATS_TEST_TMPDIR/log" || fail "no cgroup.kill in the trace"
-	run grep -c 'cgroup.freeze' "$BATS_TEST_TMPDIR/log"
-	assert_output 0
-}
-
-@test "SIGKILL of mrelease in the middle of a cgroup kill leaves nothing frozen" {
-	need_v2
-	need_strace
-	local cg
+	start_victims 2 -m 4
 	make_cgroup "$V2"
-	cg=$CG
-	start_victim -m 8
-	join "$cg" "$VPID"
+	join "$CG" "${PIDS[@]}"
+	run -0 --separate-stderr strace -f -o "$BATS_TEST_TMPDIR/log" -e trace=openat,write \
+		"$MRELEASE" --kill --json --cgroup "$CG"
+	local log=$BATS_TEST_TMPDIR/log
+	assert_equal "$(grep -c 'openat(.*cgroup.kill' "$log")" 1
+	assert_equal "$(grep -c 'write([0-9]*, "1", 1)' "$log")" 1
+	run ! grep -q 'cgroup.freeze' "$log"
+	# After the write, no cgroup.procs is opened again.
+	run ! bash -c "sed -n '/cgroup.kill/,\$p' '$log' | grep -q cgroup.procs"
+	empty_cgroup "$CG"
+}
+
+@test "contract 1: a process moved in after the write lives, and is not reported" {
+	need_v2
+	start_victim -m 4
+	local a=$VPID
+	freeze_victim "$a"
+	make_cgroup "$V2"
+	join "$CG" "$a"
+	start_victim -m 1
+	local b=$VPID
+	# Hold the release (it comes after the write) while b moves in.
+	shim_env "process_mrelease:*:1500:1"
+	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --cgroup "$CG"
+	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	join "$CG" "$b"
+	bg_done 0
+	shim_fired
+	kill -0 "$b"
+	json_ok "[.targets[].pid] == [$a] and .targets[0].status == \"released\""
+	json_ok '.cgroups[0].kill == "cgroup.kill"'
+}
+
+@test "contract 1: under --grace, what moves in or is forked during the grace dies at the write" {
+	need_v2
+	start_victim -m 2 -T -u
+	local a=$VPID
+	make_cgroup "$V2"
+	join "$CG" "$a"
+	start_victim -m 2
+	local b=$VPID
+	bg "$MRELEASE" --kill --grace 1.5 --json --cgroup "$CG"
+	# During the grace: an old process moves in, and the member forks.
+	wait_until 100 grep -q . "$CG/cgroup.procs"
+	sleep 0.3
+	join "$CG" "$b"
+	kill -USR1 "$a"
+	wait_until 40 at_least 3 "$CG" || fail "no fork in the grace"
+	bg_done 0
+	empty_cgroup "$CG"
+	! kill -0 "$a" 2>/dev/null
+	! kill -0 "$b" 2>/dev/null
+	json_ok '.cgroups[0].kill == "cgroup.kill" and .summary.failed == 0'
+	json_ok "any(.targets[]; .pid == $b)"
+}
+
+@test "contract 6: a member that left before the write is left out: not killed, not failed" {
+	need_v2
+	start_victims 2 -m 2
+	local a=${PIDS[0]} b=${PIDS[1]}
+	freeze_victim "$a"
+	make_cgroup "$V2"
+	local parent=$CG
+	make_cgroup "$parent"
+	join "$CG" "$a" "$b"
+	# Hold the listing just before the write (the second) while b leaves.
+	shim_env "openat:cgroup.procs:1000:2"
+	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --verbose --cgroup "$CG"
+	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	join "$parent" "$b"
+	bg_done
+	shim_fired
+	assert_equal "$BG_STATUS" 0
+	kill -0 "$b"
+	json_ok "[.targets[].pid] == [$a] and .summary.left_out == 1 and .summary.failed == 0"
+	assert_regex "$stderr" "pid $b \\(mr-victim\\): left out: left its cgroup before the kill"
+}
+
+@test "contract 1: a member whose /proc/PID/cgroup cannot be read is killed all the same" {
+	need_v2
+	start_victim -m 2
 	freeze_victim "$VPID"
-	start_traced "$BATS_TEST_TMPDIR/log" -e trace=process_mrelease \
-		-e inject=process_mrelease:delay_enter=30000000 -- --kill --cgroup "$cg"
-	wait_until 200 grep -q process_mrelease "$BATS_TEST_TMPDIR/log"
-	kill -9 "$MR_PID" "$STRACE_PID"
-	assert_equal "$(cat "$cg/cgroup.freeze")" 0
-	grep -qx 'frozen 0' "$cg/cgroup.events"
-	# cgroup.kill had gone out: the victim is dying, held only by the v1
-	# freezer standing in for uninterruptible sleep.
+	make_cgroup "$V2"
+	join "$CG" "$VPID"
+	shim_env "openat:/proc/*/cgroup:-12:0"
+	run -0 --separate-stderr "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --cgroup "$CG"
+	json_ok '.cgroups[0].kill == "cgroup.kill" and .targets[0].status == "released"'
+	[ "$(rss_kb "$VPID")" -lt 1024 ]
+}
+
+# make_deep PARENT: a cgroup under PARENT, 33 names of 250 characters
+# deep, made (and removed) from inside it, as no path that long can be
+# opened whole; its top in DEEP. The kernel cuts each line of
+# /proc/PID/cgroup at PATH_MAX, so a process this deep in two hierarchies
+# has a file of over 8 KiB.
+DEEP_NAME=$(printf 'd%.0s' {1..250})
+make_deep() {
+	make_cgroup "$1"
+	DEEP=$CG
+	at_teardown rm_deep "$DEEP"
+	(cd "$DEEP" && for ((i = 0; i < 33; i++)); do mkdir "$DEEP_NAME" && cd "$DEEP_NAME" || exit 1; done)
+}
+
+# deep_join TOP PID: move PID into the deepest cgroup below TOP.
+deep_join() {
+	(cd "$1" && for ((i = 0; i < 33; i++)); do cd "$DEEP_NAME" || exit 1; done &&
+		echo "$2" >cgroup.procs)
+}
+
+rm_deep() {
+	[ -d "$1" ] || return 0
+	(cd "$1" && for ((i = 0; i < 32; i++)); do cd "$DEEP_NAME" || exit 0; done &&
+		for ((i = 0; i < 33; i++)); do rmdir "$DEEP_NAME" 2>/dev/null; cd ..; done)
+}
+
+@test "hostile subtree: a member whose /proc/PID/cgroup passes 8 KiB is killed (v1 until empty, and v2)" {
+	need_v2
+	need_v1_memory
+	local top2 top1 k
+	make_deep "$V2"
+	top2=$DEEP
+	make_deep "$V1"
+	top1=$DEEP
+	for k in 1 2; do
+		start_victim -m 2
+		deep_join "$top2" "$VPID"
+		deep_join "$top1" "$VPID"
+		[ "$(wc -c <"/proc/$VPID/cgroup")" -gt 8192 ] || fail "/proc/$VPID/cgroup is short"
+		[ "$k" = 1 ] && CG=$top1 || CG=$top2
+		run -0 --separate-stderr "$MRELEASE" --kill --json --cgroup "$CG"
+		json_ok ".targets[0].pid == $VPID and .summary.failed == 0 and .cgroups[0].kill != null"
+		wait_until 100 bash -c "! kill -0 $VPID 2>/dev/null"
+	done
+}
+
+# --- contract 2: kill until empty --------------------------------------------
+
+@test "contract 2: v1, a fork bomb bounded by pids.max is killed until empty" {
+	local pids
+	pids=$(cgroup_v1_mount pids)
+	[ -n "$pids" ] || skip "needs the cgroup v1 pids controller"
+	make_cgroup "$pids"
+	echo 80 >"$CG/pids.max"
+	# Each process forks two that fork two...: the bomb stays at pids.max.
+	bash -c 'echo $$ >"$1/cgroup.procs"; f() { f & f & wait; }; f' bash "$CG" 2>/dev/null 3>&- &
+	wait_until 200 at_least 60 "$CG" || fail "the bomb did not grow"
+	run -0 --separate-stderr "$MRELEASE" --kill --json --verbose --cgroup "$CG"
+	assert_regex "$stderr" "cgroup $CG: killed until empty, in [0-9]+ listings"
+	json_ok '.cgroups[0].kill == "until empty" and .cgroups[0].remaining == null'
+	empty_cgroup "$CG"
+}
+
+@test "contract 2: v1, a process moved in after the last listing lives" {
+	need_v1_memory
+	start_victim -m 4
+	local a=$VPID
+	freeze_victim "$a"
+	make_cgroup "$V1"
+	join "$CG" "$a"
+	start_victim -m 1
+	local b=$VPID
+	shim_env "process_mrelease:*:1500:1"
+	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --cgroup "$CG"
+	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	join "$CG" "$b"
+	bg_done 0
+	kill -0 "$b"
+	json_ok "[.targets[].pid] == [$a]"
+}
+
+@test "contract 2: v1 under --grace, a child forked in the grace dies though its parent exited" {
+	need_v1_memory
+	start_victim -m 2 -e -u
+	local a=$VPID
+	make_cgroup "$V1"
+	join "$CG" "$a"
+	# Hold the first signal (TERM) while the member forks, after the
+	# first listing; it then exits by itself, its child given to another
+	# parent, and still in the cgroup.
+	shim_env "pidfd_send_signal:15:800:1"
+	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --grace 2 --json --cgroup "$CG"
+	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	kill -USR1 "$a"
+	wait_until 40 at_least 2 "$CG" || fail "no fork"
+	bg_done 0
+	empty_cgroup "$CG"
+	json_ok '.cgroups[0].kill == "until empty"'
+}
+
+@test "contract 2: --no-recursive on v2 kills the cgroup until empty and leaves its children alone" {
+	need_v2
+	start_victims 2 -m 2
+	make_cgroup "$V2"
+	local parent=$CG
+	make_cgroup "$parent"
+	join "$parent" "${PIDS[0]}"
+	join "$CG" "${PIDS[1]}"
+	run -0 --separate-stderr "$MRELEASE" --kill --no-recursive --json --cgroup "$parent"
+	json_ok "[.targets[].pid] == [${PIDS[0]}] and .cgroups[0].kill == \"until empty\""
+	kill -0 "${PIDS[1]}"
+}
+
+@test "contract 2: a member whose membership cannot be read is not killed: not empty, exit 1" {
+	need_v1_memory
+	start_victim -m 2
+	make_cgroup "$V1"
+	join "$CG" "$VPID"
+	shim_env "openat:/proc/*/cgroup:-12:0"
+	run -1 --separate-stderr "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --cgroup "$CG"
+	shim_fired
+	kill -0 "$VPID"
+	assert_regex "$stderr" "pid $VPID: cannot tell whether it is still in its cgroup: Cannot allocate memory; not signalled"
+	assert_regex "$stderr" "cgroup $CG: not empty after 1 listings: 1 member could not be killed"
+	json_ok '.cgroups[0].kill == null and .cgroups[0].remaining == 1'
+}
+
+# --- contract 3: refusals ----------------------------------------------------
+
+@test "contract 3: a shell in the cgroup: refused before anything is sent, with the hint; its pipeline lives" {
+	need_v2
+	need_v1_memory
+	local top
+	for top in "$V2" "$V1"; do
+		start_victim -m 1
+		make_cgroup "$top"
+		join "$CG" "$VPID"
+		run -0 --separate-stderr timeout 30 bash -c 'echo $$ >"$1/cgroup.procs" &&
+			"$0" --kill --json --cgroup "$1" | tee "$2/tee.out"
+			echo "rc=${PIPESTATUS[0]} alive" >&2' "$MRELEASE" "$CG" "$BATS_TEST_TMPDIR"
+		assert_regex "$stderr" "rc=2 alive"
+		assert_regex "$stderr" "mrelease: cgroup $CG holds pid [0-9]+ \\(bash\\), an ancestor of mrelease: refusing to kill it; run mrelease from outside this cgroup, e.g. from another shell or with systemd-run --scope"
+		kill -0 "$VPID"
+		[ ! -s "$BATS_TEST_TMPDIR/tee.out" ]
+	done
+}
+
+@test "contract 3: inside a pid namespace, a cgroup holding processes outside it is refused" {
+	need_v2
+	start_victim -m 1
+	make_cgroup "$V2"
+	join "$CG" "$VPID"
+	run -2 --separate-stderr unshare --pid --fork --mount-proc "$MRELEASE" --kill --cgroup "$CG"
+	assert_equal "$stderr" "mrelease: cgroup $CG holds processes outside mrelease's pid namespace, whose ancestry it cannot check: refusing to kill it; run mrelease in the pid namespace that sees them all, e.g. on the host"
+	kill -0 "$VPID"
+}
+
+@test "contract 3: the caller's shell joining before the write is found by the check just before it" {
+	need_v2
+	start_victim -m 1
+	make_cgroup "$V2"
+	join "$CG" "$VPID"
+	shim_env "openat:cgroup.procs:1000:2"
+	run -0 --separate-stderr timeout 30 bash -c '"${@:3}" --kill --cgroup "$1" & m=$!
+		until [ -s "$2" ]; do sleep 0.05; done
+		echo $$ >"$1/cgroup.procs"; wait $m; echo "rc=$? alive" >&2' \
+		bash "$CG" "$SHIM_FIRED" "${SHIM_ENV[@]}" "$MRELEASE"
+	shim_fired
+	assert_regex "$stderr" "rc=2 alive"
+	assert_regex "$stderr" "cgroup $CG holds pid [0-9]+ \\(bash\\), an ancestor of mrelease: refusing to kill it"
+	kill -0 "$VPID"
+}
+
+@test "contract 3: v1, the caller's shell joining between two listings stops the run there: report, exit 2" {
+	need_v1_memory
+	start_victim -m 4
+	freeze_victim "$VPID"
+	make_cgroup "$V1"
+	join "$CG" "$VPID"
+	# Listings: the first (selection), then one per round; hold round 2's.
+	shim_env "openat:cgroup.procs:1000:3"
+	run -0 --separate-stderr timeout 30 bash -c '"${@:3}" --kill --json --cgroup "$1" & m=$!
+		until [ -s "$2" ]; do sleep 0.05; done
+		echo $$ >"$1/cgroup.procs"; wait $m; echo "rc=$? alive" >&2' \
+		bash "$CG" "$SHIM_FIRED" "${SHIM_ENV[@]}" "$MRELEASE"
+	shim_fired
+	assert_regex "$stderr" "rc=2 alive"
+	assert_regex "$stderr" "holds pid [0-9]+ \\(bash\\), an ancestor of mrelease now: stopped there, sending nothing more"
+	json_ok ".targets[0].pid == $VPID and .targets[0].signal == \"KILL\""
 	sigkill_pending "$VPID"
 }
 
-@test "a closed stdout does not cut a run short; the exit status shows it" {
-	need_v2
-	local cg i
-	make_cgroup "$V2"
-	cg=$CG
-	for i in 1 2 3; do
-		start_victim -m 4
-		join "$cg" "$VPID"
+# --- contract 4: what is never a target --------------------------------------
+
+@test "contract 4: a named ancestor fails with its name; pid 1 and mrelease are refused" {
+	start_victim -m 1
+	run -64 --separate-stderr bash -c '"$0" --kill --json $$ 1 "$1"; exit $?' "$MRELEASE" "$VPID"
+	assert_regex "$stderr" "mrelease: pid [0-9]+: refusing to kill bash, an ancestor of mrelease"
+	assert_regex "$stderr" "mrelease: pid 1: refusing to kill the init process"
+	json_ok ".summary.released + .summary.exited == 1 and .summary.failed == 2"
+	kill -0 1
+}
+
+@test "contract 4: pgrep -f from a script names the script: on stdin it is left out, the victim dies" {
+	start_victim -m 1
+	local script=$BATS_TEST_TMPDIR/mr-victim-reaper.sh
+	printf '#!/bin/bash\npgrep -f mr-victim | "$1" --kill --verbose --json -\n' >"$script"
+	chmod +x "$script"
+	run -0 --separate-stderr "$script" "$MRELEASE"
+	assert_regex "$stderr" "pid [0-9]+ \\(mr-victim-reape\\): left out: refusing to kill mr-victim-reape, an ancestor of mrelease"
+	json_ok "any(.targets[]; .pid == $VPID) and .summary.failed == 0"
+	wait_until 40 bash -c "! kill -0 $VPID 2>/dev/null"
+}
+
+# --- contract 5: interrupted means interrupted -------------------------------
+
+@test "contract 5: SIGINT before the kill: nothing is sent, the report comes, exit 130" {
+	start_victims 2 -m 1
+	# Hold the main thread in the second target's /proc/PID/stat.
+	shim_env "openat:/proc/${PIDS[1]}/stat:1500:1"
+	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --json "${PIDS[@]}"
+	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	kill -INT "$BG_PID"
+	bg_done 130
+	kill -0 "${PIDS[0]}"
+	kill -0 "${PIDS[1]}"
+	json_ok '[.targets[].status] == ["interrupted", "interrupted"] and all(.targets[]; .signal == null)'
+}
+
+@test "contract 5: SIGTERM during the grace: no SIGKILL follows, exit 143" {
+	start_victim -m 1 -T
+	bg "$MRELEASE" --kill --grace 30 --json "$VPID"
+	wait_until 100 grep -q TERM <(awk '/^SigIgn/' "/proc/$VPID/status") 2>/dev/null || true
+	sleep 0.5
+	kill -TERM "$BG_PID"
+	bg_done 143
+	kill -0 "$VPID"
+	! sigkill_pending "$VPID"
+	json_ok '.targets[0].status == "interrupted" and .targets[0].signal == "TERM"'
+}
+
+@test "contract 5: SIGINT between two kills: the rest are not sent one" {
+	start_victims 3 -m 1
+	shim_env "pidfd_send_signal:9:1500:1"
+	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --json "${PIDS[@]}"
+	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	kill -INT "$BG_PID"
+	bg_done 130
+	json_ok '[.targets[] | select(.signal == "KILL")] | length == 1'
+	json_ok '[.targets[] | select(.status == "interrupted" and .signal == null)] | length == 2'
+	local alive=0 p
+	for p in "${PIDS[@]}"; do
+		kill -0 "$p" 2>/dev/null && ! sigkill_pending "$p" && alive=$((alive + 1))
 	done
-	# A pipe whose reader is gone before mrelease writes: EPIPE, and SIGPIPE
-	# if it were not ignored.
-	run bash -c 'exec > >(exit 0); sleep 0.3; "$0" --kill --verbose --cgroup "$1" 2>&1; echo "rc=$?" >&2' \
-		"$MRELEASE" "$cg"
-	assert_output --partial "rc=3"
-	wait_until 100 test ! -s "$cg/cgroup.procs" || fail "members left: $(cat "$cg/cgroup.procs")"
-	assert_equal "$(cat "$cg/cgroup.freeze")" 0
-	# And stdout closed outright: the kill is done all the same.
-	start_victim -m 1
-	run -3 --separate-stderr bash -c 'exec "$@" >&-' bash "$MRELEASE" --kill "$VPID"
-	assert_regex "$stderr" "standard output: Bad file descriptor"
-	wait_until 100 bash -c "! kill -0 $VPID 2>/dev/null"
+	assert_equal "$alive" 2
 }
 
-# --- 5. nothing that arrives after the kill is killed ------------------------
-
-# arrivals CG: during mrelease's release (held 2 s by strace), a new process
-# and an old one join CG. Both must live.
-arrivals() {
-	local cg=$1 old new
-	shift
-	start_victim -m 1
-	old=$VPID
-	start_traced "$BATS_TEST_TMPDIR/log" -e trace=process_mrelease \
-		-e inject=process_mrelease:delay_enter=2000000 -- "$@"
-	wait_until 200 grep -q process_mrelease "$BATS_TEST_TMPDIR/log" ||
-		fail "no release began: $(cat "$BATS_TEST_TMPDIR/err")"
-	start_victim -m 1
-	new=$VPID
-	join "$cg" "$new" "$old"
-	wait "$STRACE_PID" || true
-	STRACE_PID=
-	kill -0 "$new" || fail "the process started after the kill was killed"
-	kill -0 "$old" || fail "the process moved in after the kill was killed"
-	output=$(cat "$BATS_TEST_TMPDIR/out")
-	assert_equal "$(json_get "[.targets[] | select(.pid == $new or .pid == $old)] | length")" 0
-	NEW=$new OLD=$old
+@test "contract 5: SIGINT while releases do not return: the report comes at once" {
+	start_victims 2 -m 2
+	freeze_victim "${PIDS[@]}"
+	shim_env "process_mrelease:*:600000:0"
+	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --jobs 1 --json "${PIDS[@]}"
+	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	kill -INT "$BG_PID"
+	# The held release sleeps for 600 s; the report must not wait for it.
+	bg_done 130
+	json_ok '[.targets[].status] | unique == ["interrupted"]'
+	json_ok '[.targets[].signal] | unique == ["KILL"]'
 }
 
-@test "v2, cgroup.kill: processes that join after the kill live" {
-	need_v2
-	need_strace
-	local cg
-	cgroup_with_victim "$V2" -m 4
-	cg=$CG
-	arrivals "$cg" --kill --json --cgroup "$cg"
-	assert_equal "$(json_get '.cgroups[0].kill')" cgroup.kill
-}
+# --- the kill comes first ------------------------------------------------------
 
-@test "v1, pidfds: a late arrival and a process moved in live, and say so" {
-	need_strace
-	local mem cg
-	mem=$(cgroup_v1_mount memory)
-	[ -n "$mem" ] || skip "needs the cgroup v1 memory controller"
-	make_cgroup "$mem"
-	cg=$CG
-	start_victim -m 4
-	join "$cg" "$VPID"
-	arrivals "$cg" --kill --verbose --json --cgroup "$cg"
-	local err
-	err=$(cat "$BATS_TEST_TMPDIR/err")
-	[ "$(json_get '.targets[0].pidfd_inode')" != null ] || skip "no pidfs here: no second listing"
-	assert_regex "$err" "cgroup $cg: pid $NEW started after the kill began; left alone"
-	assert_regex "$err" "cgroup $cg: pid $OLD moved in after the listing; left alone"
-}
-
-@test "v1, pidfds: a child forked between the listing and the kill is killed too" {
-	need_strace
-	local mem cg parent child
-	mem=$(cgroup_v1_mount memory)
-	[ -n "$mem" ] || skip "needs the cgroup v1 memory controller"
-	make_cgroup "$mem"
-	cg=$CG
-	start_victim -m 2 -u
-	parent=$VPID
-	join "$cg" "$parent"
-	# The main thread starts a thread for the watermark before the listing,
-	# one worker, then a thread for the watermark just before the first
-	# signal: hold it at that third clone3, and have the victim fork
-	# meanwhile.
-	start_traced "$BATS_TEST_TMPDIR/log" -e trace=clone3 -e inject=clone3:delay_enter=1500000:when=3 \
-		-- --kill --jobs 1 --verbose --json --cgroup "$cg"
-	wait_until 200 test "$(grep -c 'clone3(' "$BATS_TEST_TMPDIR/log")" -ge 3 ||
-		fail "mrelease did not reach the kill: $(cat "$BATS_TEST_TMPDIR/err")"
-	kill -USR1 "$parent"
-	wait_until 100 pgrep -P "$parent" >/dev/null
-	child=$(pgrep -P "$parent")
-	VICTIMS+=("$child")
-	wait "$STRACE_PID" || true
-	STRACE_PID=
-	output=$(cat "$BATS_TEST_TMPDIR/out")
-	[ "$(json_get '.targets[0].pidfd_inode')" != null ] || skip "no pidfs here: no second listing"
-	assert_regex "$(cat "$BATS_TEST_TMPDIR/err")" "cgroup $cg: pid $child was forked before the kill; killing it too"
-	assert_regex "$(json_get ".targets[] | select(.pid == $child) | .status")" '^(released|exited)$'
-	wait_until 100 bash -c "! kill -0 $child 2>/dev/null || grep -q '^State:.*Z' /proc/$child/status"
-}
-
-# --- 6. figures are optional, the kill is not --------------------------------
-
-# start_nobody_victim ARGS...: a victim running as nobody; VPID.
-start_nobody_victim() {
-	NOBODY_DIR=${NOBODY_DIR:-$(mktemp -d /tmp/mrelease-nobody.XXXXXX)}
-	chmod 777 "$NOBODY_DIR"
-	rm -f "$NOBODY_DIR/ready"
-	setpriv --reuid=nobody --regid=nogroup --clear-groups \
-		"$MR_VICTIM" "$@" -r "$NOBODY_DIR/ready" </dev/null >/dev/null 3>&- &
-	VICTIMS+=("$!")
-	wait_until 200 test -s "$NOBODY_DIR/ready"
-	VPID=$(cat "$NOBODY_DIR/ready")
-}
-
-
-@test "a non-dumpable target of the caller's own user is killed and released, figures null" {
-	command -v setpriv >/dev/null || skip "needs setpriv"
-	start_nobody_victim -m 8 -D
-	run -0 --separate-stderr as_nobody "$MRELEASE" --kill --json "$VPID"
-	assert_equal "$stderr" \
-		"mrelease: pid $VPID: no memory figures: /proc/$VPID/smaps_rollup: Permission denied"
-	assert_regex "$(json_get '.targets[0].status')" '^(released|exited)$'
-	assert_equal "$(json_get '.targets[0].rss_before_kb')" null
-	wait_until 100 bash -c "! kill -0 $VPID 2>/dev/null"
-}
-
-@test "root with CAP_KILL alone: another user's target is killed and released, figures null" {
-	command -v setpriv >/dev/null || skip "needs setpriv"
-	start_nobody_victim -m 8
-	freeze_victim "$VPID"
-	run -0 --separate-stderr setpriv --bounding-set=-all,+kill "$MRELEASE" --kill --json "$VPID"
-	assert_equal "$stderr" \
-		"mrelease: pid $VPID: no memory figures: /proc/$VPID/smaps_rollup: Permission denied"
-	assert_equal "$(json_get '.targets[0].status')" released
-	[ "$(rss_kb "$VPID")" -lt 1024 ]
-	# Without --kill, a target that is dying already: released all the same.
-	start_nobody_victim -m 8
-	freeze_victim "$VPID"
-	kill -9 "$VPID"
-	run -0 --separate-stderr setpriv --bounding-set=-all,+kill "$MRELEASE" --json "$VPID"
-	assert_equal "$(json_get '.targets[0].status')" released
-	assert_equal "$(json_get '.targets[0].rss_before_kb')" null
-	[ "$(rss_kb "$VPID")" -lt 1024 ]
-}
-
-@test "a hard limit of 24 descriptors and 40 targets: every one released" {
-	local pids p
-	start_victims 40 -m 1
-	pids=("${PIDS[@]}")
-	freeze_victim "${pids[@]}"
-	run -0 --separate-stderr prlimit --nofile=24:24 "$MRELEASE" --kill --verbose --json "${pids[@]}"
-	assert_equal "$(json_get '.summary.targets')" 40
-	assert_equal "$(json_get '.summary.released')" 40
-	for p in "${pids[@]}"; do
-		[ "$(rss_kb "$p")" -lt 512 ] || fail "pid $p still holds $(rss_kb "$p") KiB"
+@test "the kill never waits for a reading: status and smaps readings that never return, --jobs 1" {
+	local mode
+	for mode in status smaps; do
+		start_victims 12 -m 2
+		freeze_victim "${PIDS[@]}"
+		[ "$mode" = status ] && shim_env "openat:/proc/*/status:600000:0" ||
+			shim_env "openat:/proc/*/smaps_rollup:600000:0"
+		# Held for 600 s: only a run that gives them up ends.
+		run -0 --separate-stderr timeout 120 "${SHIM_ENV[@]}" "$MRELEASE" --kill --jobs 1 \
+			--measure "$mode" --json "${PIDS[@]}"
+		shim_fired
+		json_ok '[.targets[].status] | unique == ["released"]'
+		json_ok '[.targets[].measure_error] | unique == ["not read within 100 ms; given up"]'
+		assert_regex "$stderr" "gave up the figures of 12 targets: not read within 100 ms"
+		local p
+		for p in "${PIDS[@]}"; do
+			[ "$(rss_kb "$p")" -lt 1024 ] || fail "$p still holds $(rss_kb "$p") KiB"
+		done
+		clean_cgroups
+		kill_victims
 	done
 }
-
-# --- 7. shortages ------------------------------------------------------------
 
 # in_pids_cgroup MAX COMMAND...: run COMMAND in a v1 pids cgroup that allows
 # MAX tasks.
@@ -350,41 +499,64 @@ in_pids_cgroup() {
 	run --separate-stderr bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "$@"
 }
 
-@test "no thread can be started: the release runs on the main thread" {
-	start_victim -m 8
-	freeze_victim "$VPID"
+@test "no thread can be started: nothing is read before the kill, and every target is released" {
+	start_victims 2 -m 4
+	freeze_victim "${PIDS[@]}"
 	# (LeakSanitizer needs a thread of its own at exit.)
-	ASAN_OPTIONS=detect_leaks=0 in_pids_cgroup 1 "$MRELEASE" --kill --verbose --json "$VPID"
+	ASAN_OPTIONS=detect_leaks=0 in_pids_cgroup 1 "$MRELEASE" --kill --verbose --json "${PIDS[@]}"
 	assert_equal "$status" 0
 	assert_regex "$stderr" "only 0 worker threads could be started: Resource temporarily unavailable"
-	assert_regex "$stderr" "releasing 1 target on the main thread"
-	assert_equal "$(json_get '.targets[0].status')" released
-	[ "$(rss_kb "$VPID")" -lt 1024 ]
+	assert_regex "$stderr" "no worker thread could be started: releasing on the main thread, and reading no figures before the kill"
+	json_ok '[.targets[].status] | unique == ["released"]'
+	json_ok '[.targets[].measure_error] | unique == ["no worker thread to read them on without delaying the kill"]'
+	[ "$(rss_kb "${PIDS[0]}")" -lt 1024 ]
+	[ "$(rss_kb "${PIDS[1]}")" -lt 1024 ]
 }
 
-@test "a fatal error after the kill still prints the report, then exits 3" {
-	need_strace
-	start_victim -m 8
-	freeze_victim "$VPID"
-	# No thread (strace and mrelease fill pids.max), so the release runs
-	# on the main thread, whose only waits are polls for signals (a failed
-	# one is no signal) and --wait's: that one fails.
-	ASAN_OPTIONS=detect_leaks=0 in_pids_cgroup 2 strace -o /dev/null -e trace=ppoll \
-		-e inject=ppoll:error=ENOMEM:when=1+ "$MRELEASE" --kill --wait 5 --json "$VPID"
-	assert_equal "$status" 3
-	assert_regex "$stderr" "mrelease: waiting for the targets to exit: Cannot allocate memory; reported what was done"
-	assert_equal "$(json_get '.targets[0].status')" released
-	[ "$(rss_kb "$VPID")" -lt 1024 ]
+@test "with no thread, SIGINT during a release stops the run after it: nothing more is released" {
+	start_victims 3 -m 2
+	freeze_victim "${PIDS[@]}"
+	local mnt
+	mnt=$(cgroup_v1_mount pids)
+	[ -n "$mnt" ] || skip "needs the cgroup v1 pids controller"
+	make_cgroup "$mnt"
+	echo 1 >"$CG/pids.max"
+	shim_env "process_mrelease:*:1500:0"
+	bg bash -c 'echo $$ >"$1/cgroup.procs" && exec "${@:2}"' bash "$CG" \
+		"${SHIM_ENV[@]}" "$MRELEASE" --kill --json "${PIDS[@]}"
+	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	kill -INT "$BG_PID"
+	bg_done 130
+	json_ok '.summary.released == 1 and .summary.interrupted == 2'
+	json_ok '[.targets[].signal] | unique == ["KILL"]'
 }
 
-# --- 8. self-protection ------------------------------------------------------
+@test "a release that returns late closes only its own descriptor; the next target is still killed" {
+	start_victims 2 -m 2
+	local a=${PIDS[0]} b=${PIDS[1]}
+	freeze_victim "$a" "$b"
+	# The first release returns 4 s late, after the bound (--wait 3); its
+	# descriptor number could by then name another target's pidfd.
+	shim_env "process_mrelease:*:4000:1"
+	run -1 --separate-stderr bash -c 'ulimit -n 15 && exec "$@"' bash \
+		"${SHIM_ENV[@]}" "$MRELEASE" --kill --wait 3 --jobs 1 --json "$a" "$b"
+	shim_fired
+	json_ok '[.targets[].signal] | unique == ["KILL"]'
+	json_ok '[.targets[] | select(.status == "released" and .exited == false)] | length == 1'
+	json_ok '[.targets[] | select(.status == "failed")] | .[0].error | test("did not return in 3.0 s")'
+	# Both were killed, and the one released holds nothing any more.
+	sigkill_pending "$a"
+	sigkill_pending "$b"
+	[ "$(rss_kb "$a")" -lt 1024 ] || [ "$(rss_kb "$b")" -lt 1024 ]
+}
 
 @test "a run locks its memory, lowers its OOM score where permitted, and uses small stacks" {
 	start_victim -m 4
 	freeze_victim "$VPID"
-	"$MRELEASE" --kill --wait 30 --quiet "$VPID" 3>&- &
+	shim_env "process_mrelease:*:3000:1"
+	"${SHIM_ENV[@]}" "$MRELEASE" --kill --quiet "$VPID" 3>&- &
 	local mr=$!
-	wait_until 200 bash -c "[ \$(ls /proc/$mr/task | wc -l) -ge 2 ]"
+	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
 	local locked adj big=0 range rest
 	locked=$(awk '/^VmLck:/ { print $2 }' "/proc/$mr/status")
 	adj=$(cat "/proc/$mr/oom_score_adj")
@@ -392,7 +564,6 @@ in_pids_cgroup() {
 	while read -r range rest; do
 		((0x${range#*-} - 0x${range%-*} == 8388608)) && big=$((big + 1))
 	done <"/proc/$mr/maps"
-	kill -INT "$mr"
 	wait "$mr" || true
 	# AddressSanitizer turns mlockall into nothing and needs bigger stacks.
 	if [ "${MR_SANITIZE:-OFF}" != ON ]; then
@@ -405,183 +576,47 @@ in_pids_cgroup() {
 	fi
 }
 
-# --- 10. Ctrl-C always ends a run --------------------------------------------
-
-@test "SIGINT while releases do not return: the report comes at once, every target interrupted" {
-	need_strace
-	start_victim -m 8
-	local a=$VPID
-	start_victim -m 8
-	freeze_victim "$a" "$VPID"
-	start_traced "$BATS_TEST_TMPDIR/log" -e trace=process_mrelease \
-		-e inject=process_mrelease:delay_enter=30000000 -- --kill --jobs 1 --json "$a" "$VPID"
-	wait_until 200 grep -q process_mrelease "$BATS_TEST_TMPDIR/log"
-	kill -INT "$MR_PID"
-	# strace holds the stuck thread until its delay ends; the report and
-	# the main thread's exit come well before: 2 s is plenty for "at once".
-	wait_until 40 report_done || fail "no report 2 s after SIGINT"
-	# (strace may add lines of its own.)
-	assert_equal "$(grep -v '^strace:' "$BATS_TEST_TMPDIR/err")" \
-		"mrelease: interrupted with 2 targets unfinished; reporting what was done"
-	output=$(cat "$BATS_TEST_TMPDIR/out")
-	assert_equal "$(json_get '[.targets[].status] | unique | join(",")')" interrupted
-	assert_equal "$(json_get '.summary.interrupted')" 2
+@test "a closed stdout does not cut a run short; the exit status shows it" {
+	start_victim -m 2
+	freeze_victim "$VPID"
+	run --separate-stderr bash -c '"$0" --kill "$1" >&-' "$MRELEASE" "$VPID"
+	assert_equal "$status" 3
+	assert_regex "$stderr" "standard output"
+	[ "$(rss_kb "$VPID")" -lt 1024 ]
 }
 
-@test "a release that never returns is left behind after the wait's bound, failed" {
+@test "a fatal error after the kill still prints the report, then exits 3" {
 	need_strace
 	start_victim -m 8
 	freeze_victim "$VPID"
-	start_traced "$BATS_TEST_TMPDIR/log" -e trace=process_mrelease \
-		-e inject=process_mrelease:delay_enter=30000000 -- --kill --wait 1 --json "$VPID"
-	wait_until 100 report_done || fail "no report within 5 s: $(cat "$BATS_TEST_TMPDIR/err")"
-	assert_regex "$(grep -v '^strace:' "$BATS_TEST_TMPDIR/err")" \
-		"^mrelease: pid $VPID: killed, but its release did not return in 1 s .*; left behind\$"
-	output=$(cat "$BATS_TEST_TMPDIR/out")
-	assert_equal "$(json_get '.targets[0].status')" failed
-	sigkill_pending "$VPID"
-}
-
-@test "with no thread, SIGINT is let in between two releases" {
-	need_strace
-	local pids
-	start_victims 3 -m 4
-	pids=("${PIDS[@]}")
-	freeze_victim "${pids[@]}"
-	# strace and mrelease fill pids.max: no worker thread. Each release
-	# takes 1.5 s; SIGINT in the first ends the run after it.
-	local mnt
-	mnt=$(cgroup_v1_mount pids)
-	[ -n "$mnt" ] || skip "needs the cgroup v1 pids controller"
-	make_cgroup "$mnt"
-	echo 2 >"$CG/pids.max"
-	ASAN_OPTIONS=detect_leaks=0 bash -c 'echo $$ >"$0/cgroup.procs" && exec strace -f -o "$2" \
-		-e trace=process_mrelease -e inject=process_mrelease:delay_enter=1500000 "$3" --kill \
-		--json "${@:4}" >"$1/out" 2>"$1/err"' "$CG" "$BATS_TEST_TMPDIR" "$BATS_TEST_TMPDIR/log" \
-		"$MRELEASE" "${pids[@]}" &
-	STRACE_PID=$!
-	wait_until 200 grep -q process_mrelease "$BATS_TEST_TMPDIR/log"
-	kill -INT "$(pgrep -P "$STRACE_PID")"
-	wait_until 80 report_done || fail "no report 4 s after SIGINT"
-	output=$(cat "$BATS_TEST_TMPDIR/out")
-	assert_equal "$(json_get '.summary.released')" 1
-	assert_equal "$(json_get '.summary.interrupted')" 2
-}
-
-@test "a reading that never returns does not hold up the kill, nor others' figures" {
-	need_strace
-	start_victim -m 8
-	local other=$VPID
-	start_victim -m 8
-	freeze_victim "$other" "$VPID"
-	# Every read of one victim's smaps_rollup hangs for 30 s.
-	start_traced "$BATS_TEST_TMPDIR/log" -P "/proc/$VPID/smaps_rollup" -e trace=openat \
-		-e inject=openat:delay_enter=30000000 -- --kill --json "$VPID" "$other"
-	wait_until 100 report_done || fail "no report within 5 s: $(cat "$BATS_TEST_TMPDIR/err")"
-	assert_regex "$(cat "$BATS_TEST_TMPDIR/err")" "gave up the figures of 1 target"
-	assert_regex "$(cat "$BATS_TEST_TMPDIR/err")" \
-		"pid $VPID: no memory figures: /proc/$VPID/smaps_rollup: given up, reading it made no progress"
-	output=$(cat "$BATS_TEST_TMPDIR/out")
-	assert_equal "$(json_get ".targets[] | select(.pid == $VPID) | .status")" released
-	assert_equal "$(json_get ".targets[] | select(.pid == $VPID) | .rss_before_kb")" null
-	[ "$(json_get ".targets[] | select(.pid == $other) | .rss_before_kb")" -gt 7000 ]
+	# No thread (strace and mrelease fill pids.max): the main thread's
+	# only waits are --wait's, and that one fails.
+	ASAN_OPTIONS=detect_leaks=0 in_pids_cgroup 2 strace -o /dev/null -e trace=ppoll \
+		-e inject=ppoll:error=ENOMEM:when=1+ "$MRELEASE" --kill --wait 5 --json "$VPID"
+	assert_equal "$status" 3
+	assert_regex "$stderr" "mrelease: waiting for the targets to exit: Cannot allocate memory; reported what was done"
+	json_ok '.targets[0].status == "released"'
 	[ "$(rss_kb "$VPID")" -lt 1024 ]
-	[ "$(rss_kb "$other")" -lt 1024 ]
 }
 
-# --- found in review ---------------------------------------------------------
+# --- not a capability broker ---------------------------------------------------
 
-@test "short of descriptors, cgroup.kill still goes out when the first batch has nothing to kill" {
-	need_v2
-	local cg
-	make_cgroup "$V2"
-	cg=$CG
-	# pid 1 is named (and refused): it runs in a pid namespace of its own.
-	run --separate-stderr in_pidns '
-		"$2" -m 4 -r "$3/v" </dev/null >/dev/null & v=$!
-		while [ ! -s "$3/v" ]; do sleep 0.05; done
-		echo $v >'"$cg"'/cgroup.procs
-		prlimit --nofile=13:13 "$1" --kill --jobs 1 --verbose --json --cgroup '"$cg"' 1
-		echo "rc=$?"
-		for i in $(seq 100); do kill -0 $v 2>/dev/null || break; sleep 0.05; done
-		kill -0 $v 2>/dev/null && echo "victim alive"; true'
-	assert_regex "$stderr" "working in 2 batches"
-	assert_regex "$stderr" "cgroup $cg: killed with cgroup.kill"
-	assert_line "rc=64"
-	refute_line "victim alive"
-}
-
-@test "--grace with pidfds: a child a member forks during the grace is killed, a newcomer lives" {
-	need_v2
-	need_strace
-	local cg member newcomer child
-	make_cgroup "$V2"
-	cg=$CG
-	# A member that, on SIGTERM, starts a child and goes on.
-	bash -c 'trap "sleep 1000 & echo \$! >"$0/child"" TERM; echo $$ >"$0/member"
-		while :; do sleep 0.05; done' "$BATS_TEST_TMPDIR" </dev/null >/dev/null 2>&1 3>&- &
-	member=$!
-	VICTIMS+=("$member")
-	wait_until 100 test -s "$BATS_TEST_TMPDIR/member"
-	join "$cg" "$member"
-	"$MRELEASE" --kill --grace 1.5 --verbose --json --cgroup "$cg" \
-		>"$BATS_TEST_TMPDIR/out" 2>"$BATS_TEST_TMPDIR/err" 3>&- &
-	local mr=$!
-	wait_until 100 test -s "$BATS_TEST_TMPDIR/child" || fail "the member did not fork"
-	child=$(cat "$BATS_TEST_TMPDIR/child")
-	# During the grace, a process that is no member's child joins.
-	sleep 1000 </dev/null >/dev/null 2>&1 3>&- &
-	newcomer=$!
-	join "$cg" "$newcomer"
-	wait "$mr" || true
-	local err
-	err=$(cat "$BATS_TEST_TMPDIR/err")
-	wait_until 100 bash -c "! kill -0 $child 2>/dev/null" || fail "the member's child lives: $err"
-	kill -0 "$newcomer" || fail "the newcomer was killed: $err"
-	kill -9 "$newcomer"
-	assert_regex "$err" "pid $child, forked by a member after the kill began, is killed too"
-	assert_regex "$err" "pid $newcomer started after the kill began; left alone"
-}
-
-@test "SIGINT while trying releases in the grace still goes on to the kill" {
-	need_strace
-	start_victim -m 8 -T
-	start_traced "$BATS_TEST_TMPDIR/log" -e trace=process_mrelease \
-		-e inject=process_mrelease:delay_enter=1500000 -- --kill --grace 60 --jobs 1 --json "$VPID"
-	wait_until 200 grep -q process_mrelease "$BATS_TEST_TMPDIR/log"
-	kill -INT "$MR_PID"
-	wait "$STRACE_PID" || true
-	STRACE_PID=
-	assert_regex "$(cat "$BATS_TEST_TMPDIR/err")" "the grace was cut short by a signal; killing now"
-	output=$(cat "$BATS_TEST_TMPDIR/out")
-	json_get '.summary.kill_us != null' >/dev/null
-	wait_until 100 bash -c "! kill -0 $VPID 2>/dev/null" || fail "the victim lives"
-}
-
-@test "a member whose cgroup cannot be read is failed and said, never dropped or killed" {
-	need_v2
-	need_strace
-	local cg
-	cgroup_with_victim "$V2" -m 4
-	cg=$CG
-	ASAN_OPTIONS=detect_leaks=0 run -1 --separate-stderr strace -o /dev/null -f \
-		-P "/proc/$VPID/cgroup" -e trace=openat -e inject=openat:error=ENOMEM \
-		"$MRELEASE" --kill --no-recursive --json --cgroup "$cg"
-	assert_regex "$stderr" "mrelease: pid $VPID: cannot tell whether it is still in its cgroup: Cannot allocate memory; not killed through its pidfd"
-	assert_equal "$(json_get '.targets[0].status')" failed
-	kill -0 "$VPID"
-}
-
-@test "a pid both named and found in a cgroup keeps the PID:INODE it was named by" {
-	need_v2
-	local cg ino
-	cgroup_with_victim "$V2" -m 4
-	cg=$CG
-	run -0 --separate-stderr "$MRELEASE" --dry-run --json "$VPID"
-	ino=$(json_get '.targets[0].pidfd_inode')
-	[ "$ino" != null ] || skip "pidfds have no inode of their own before Linux 6.9"
-	run -1 --separate-stderr "$MRELEASE" --kill --json --cgroup "$cg" "$VPID:$((ino + 1))"
-	assert_regex "$stderr" "pid $VPID: not the process with pidfs inode $((ino + 1))"
-	assert_equal "$(json_get '.targets[0].cgroup')" "$cg"
+@test "a copy with file capabilities or set-user-ID is refused, for nobody and for root" {
+	command -v setcap >/dev/null || skip "needs setcap (libcap2-bin)"
+	local dir
+	dir=$(mktemp -d /tmp/mrelease-caps.XXXXXX)
+	NOBODY_DIR=$dir
+	chmod 755 "$dir"
+	cp "$MRELEASE" "$dir/mrelease-cap"
+	cp "$MRELEASE" "$dir/mrelease-suid"
+	setcap cap_kill+ep "$dir/mrelease-cap"
+	chmod 4755 "$dir/mrelease-suid"
+	start_victim -m 1
+	local bin
+	for bin in mrelease-cap mrelease-suid; do
+		run -2 --separate-stderr as_nobody "$dir/$bin" --kill "$VPID"
+		assert_equal "$stderr" "$bin: refusing to run set-user-ID, set-group-ID or with file capabilities: it would let anyone kill any process; run it as root, e.g. with sudo"
+		assert_output ""
+	done
 	kill -0 "$VPID"
 }

@@ -15,9 +15,10 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"usage: mr-victim [-m MIB] [-c N] [-k] [-i] [-T | -e] [-D] [-u] [-t | -x | -s | -z] [-r FILE]\n"
+	"usage: mr-victim [-m MIB] [-c N | -C N] [-k] [-i] [-T | -e] [-D] [-u] [-t | -x | -s | -z] [-r FILE]\n"
 	"  -m MIB   allocate and touch MIB of private anonymous memory\n"
 	"  -c N     fork N children that each touch MIB too\n"
+	"  -C N     fork N children that only share our MIB, copy-on-write\n"
 	"  -k       keep forking short-lived children until killed\n"
 	"  -i       run at SCHED_IDLE\n"
 	"  -T       ignore SIGTERM\n"
@@ -116,16 +117,17 @@ static void write_ready(const char *file, pid_t tid)
 int main(int argc, char **argv)
 {
 	size_t mib = 0;
-	int children = 0, keep_forking = 0, idle = 0, thread = 0, shared = 0, zombie = 0;
+	int children = 0, sharers = 0, keep_forking = 0, idle = 0, thread = 0, shared = 0, zombie = 0;
 	int ignore_term = 0, graceful = 0, undumpable = 0, fork_on_usr1 = 0;
 	int leader_exits = 0, c;
 	const char *ready = NULL;
 	pid_t tid = 0;
 
-	while ((c = getopt(argc, argv, "m:c:kiTeDutxszr:")) != -1) {
+	while ((c = getopt(argc, argv, "m:c:C:kiTeDutxszr:")) != -1) {
 		switch (c) {
 		case 'm': mib = strtoul(optarg, NULL, 10); break;
 		case 'c': children = atoi(optarg); break;
+		case 'C': sharers = atoi(optarg); break;
 		case 'k': keep_forking = 1; break;
 		case 'i': idle = 1; break;
 		case 'T': ignore_term = 1; break;
@@ -167,6 +169,14 @@ int main(int argc, char **argv)
 			for (;;)
 				pause();
 		}
+	}
+	for (int i = 0; i < sharers; i++) {
+		pid_t pid = fork();
+		if (pid < 0)
+			err(1, "fork");
+		if (pid == 0)
+			for (;;)
+				pause();
 	}
 	if (thread) {
 		pthread_t t;

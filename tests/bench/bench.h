@@ -1,17 +1,20 @@
 /* bench.h: mr-bench's private interface.
  *
- * Map of tests/bench/:
+ * Map of tests/bench/ (README.md says what is measured and how):
+ *   floor.c     mr-floor: pidfd_open, SIGKILL, process_mrelease, nothing else
  *   main.c      options, the list of scenarios, and main()
- *   kids.c      children: victims, the busy loop, the munmap child; the
- *               signals and the clean-up that runs on every exit
+ *   kids.c      children: victims, the busy loop, the munmap child, the
+ *               template that clones stuck victims; the signals and the
+ *               clean-up that runs on every exit
  *   cgroups.c   the cgroups mr-bench makes (v2, v1 freezer, v1 memory) and
  *               the memory meter that says when the memory is back
- *   tools.c     running mrelease, pkill, strace and /bin/true; reading
- *               mrelease's --json with jansson; finding a pkill with -m
+ *   tools.c     running mrelease, mr-floor, pkill, strace and /bin/true;
+ *               reading mrelease's --json with jansson; finding a pkill -m
  *   methods.c   the timed ways of ending victims: SIGKILL, cgroup.kill,
- *               mrelease, pkill -m, and the munmap limit
+ *               the floor, mrelease, pkill -m, and munmap
  *   single.c    scenarios of one victim: idle, starved, stuck, grace, sweep
- *   many.c      scenarios of many: cgroup, cgroup-stuck, tiny
+ *   many.c      scenarios of many: cgroup, many, tiny
+ *   killus.c    scenario killus: mrelease's kill_us at 64 MiB and 4 GiB
  *   startup.c   scenarios of mrelease's own cost: startup, protect, overhead
  *   stats.c     rows of samples, medians, ratios, the line fit, the targets
  *   report.c    the table on stdout and the JSON file
@@ -33,7 +36,7 @@
 #define MIB (1UL << 20)
 #define TIMED_OUT INT64_MAX
 #define MAX_RUNS 100
-#define MAX_ROWS 12
+#define MAX_ROWS 16
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Exit statuses of mr-bench itself; missed targets are results, not errors. */
@@ -41,12 +44,22 @@ enum { EXIT_DONE = 0, EXIT_USAGE = 2, EXIT_FATAL = 3, EXIT_INTERRUPTED = 130 };
 
 /* In the order they run and print. */
 enum scenario_id {
-	SC_IDLE, SC_STARVED, SC_STUCK, SC_GRACE, SC_CGROUP, SC_CGSTUCK, SC_TINY, SC_SWEEP,
-	SC_STARTUP, SC_PROTECT, SC_OVERHEAD, NSCENARIOS
+	SC_IDLE, SC_STARVED, SC_STUCK, SC_GRACE, SC_CGROUP, SC_MANY, SC_TINY, SC_SWEEP,
+	SC_KILLUS, SC_STARTUP, SC_PROTECT, SC_OVERHEAD, NSCENARIOS
+};
+
+/* mr-floor's exit statuses (floor.c): it prints nothing. */
+enum {
+	FLOOR_DONE = 0,     /* every pid released, or gone before it could be */
+	FLOOR_OPEN = 1,     /* a pidfd_open failed */
+	FLOOR_USAGE = 2,    /* no pids, or one that is not a pid */
+	FLOOR_SIGNAL = 3,   /* a pidfd_send_signal failed */
+	FLOOR_MRELEASE = 4, /* a process_mrelease failed */
 };
 
 struct bench_opts {
 	const char *mrelease;
+	const char *floor;       /* --floor PATH, or NULL: mr-floor beside mr-bench */
 	const char *json;
 	const char *pkill;       /* --pkill PATH, or NULL: look in PATH */
 	long size_mib;           /* S */
@@ -99,6 +112,7 @@ struct bench {
 	size_t bytes;          /* S in bytes */
 	int64_t timeout_us;
 	char version[128];
+	char floor[PATH_MAX];  /* mr-floor */
 	char v1_freezer[PATH_MAX], v1_memory[PATH_MAX], v2_root[PATH_MAX];
 	char load_start[64], load_end[64];
 	int64_t started;
@@ -112,9 +126,13 @@ struct kid {
 	pid_t pid;
 	int pidfd;
 	bool hog;
+	/* A template: the pipes it takes requests on and answers on, and
+	 * whether a copy was asked for and not yet read; -1, -1, false else. */
+	int ask, answer;
+	bool pending;
 };
 
-enum kid_kind { KID_VICTIM, KID_HOG, KID_LIMIT };
+enum kid_kind { KID_VICTIM, KID_HOG, KID_MUNMAP, KID_TEMPLATE };
 
 /* The comm of every victim: what pkill -x matches, beside -P mr-bench. */
 #define VICTIM_COMM "mrb-victim"
@@ -126,7 +144,7 @@ struct spawn_spec {
 	int cpu;               /* pin here once touched; -1 leaves it free */
 	bool sched_idle;       /* switch to SCHED_IDLE once touched */
 	bool ignore_term;      /* SIGTERM ignored: for --grace */
-	int njoin;             /* join these cgroups first */
+	int njoin;             /* join these cgroups first (a template: its copies do) */
 	const char *join[3];
 };
 
@@ -142,7 +160,9 @@ int kid_reap(struct kid *k);
 void start_victims(const struct spawn_spec *s, int n, struct kid **out);
 struct kid *start_victim(const struct spawn_spec *s);
 struct kid *start_hog(int cpu);
-int limit_run(const struct spawn_spec *s, int64_t extra_us, int64_t *us);
+struct kid *start_template(const struct spawn_spec *s);
+struct kid *template_copy(struct kid *t);
+int munmap_run(const struct spawn_spec *s, int64_t extra_us, int64_t *us);
 void cleanup(void);
 
 /* ---- cgroups.c ---- */
@@ -201,36 +221,38 @@ struct victims {
 	struct kid **v;
 	int n;
 	size_t bytes;          /* all of theirs, for the meter's 1 % */
-	const struct meter *meter;
+	const struct meter *meter; /* NULL: a sample ends when the tool exits */
 };
 
 void time_sigkill(const struct bench *b, const struct scenario *sc, int run,
 		  struct series *s, const struct victims *vs);
 void time_cgroup_kill(const struct bench *b, const struct scenario *sc, int run,
 		      struct series *s, const struct cgdir *cg, const struct victims *vs);
+void time_floor(const struct bench *b, const struct scenario *sc, int run, struct series *s,
+		const struct victims *vs);
 void time_mrelease(const struct bench *b, const struct scenario *sc, int run,
 		   struct series *s, const char *const *args, const struct victims *vs);
 void time_pkill(const struct bench *b, const struct scenario *sc, int run, struct series *s,
 		const struct victims *vs);
-void time_limit(const struct bench *b, const struct scenario *sc, int run, struct series *s,
-		size_t bytes, int chunks, int cpu);
+void time_munmap(const struct bench *b, const struct scenario *sc, int run, struct series *s,
+		 size_t bytes, int chunks, int cpu);
 void time_process(const struct bench *b, const struct scenario *sc, int run, struct series *s,
 		  const char *const *argv);
 const char **pid_args(const char *const *head, const struct victims *vs);
 
-/* ---- the scenarios: single.c, many.c, startup.c ---- */
+/* ---- the scenarios: single.c, many.c, killus.c, startup.c ---- */
 
 typedef void scenario_fn(struct bench *b, struct scenario *sc);
 scenario_fn scenario_idle, scenario_starved, scenario_stuck, scenario_grace, scenario_sweep;
-scenario_fn scenario_cgroup, scenario_cgroup_stuck, scenario_tiny;
+scenario_fn scenario_cgroup, scenario_many, scenario_tiny, scenario_killus;
 scenario_fn scenario_startup, scenario_protect, scenario_overhead;
 
-/* The victim counts of tiny and the sizes of sweep, full and --quick,
- * each ended by a 0. */
-extern const long tiny_counts[], tiny_counts_quick[];
-extern const long sweep_mib[], sweep_mib_quick[];
-size_t tiny_ncounts(const struct bench *b);
-size_t sweep_nsizes(const struct bench *b);
+/* The victim counts of tiny, the sizes of sweep and the two of killus,
+ * for this run (full or --quick); the lists end with a 0. */
+const long *tiny_counts(const struct bench *b);
+const long *sweep_sizes(const struct bench *b);
+long killus_large_mib(const struct bench *b);
+#define KILLUS_SMALL_MIB 64L
 
 /* ---- stats.c ---- */
 
@@ -255,19 +277,25 @@ enum verdict { V_NA, V_MET, V_MISSED };
 
 struct target {
 	const char *what, *against, *goal;
-	const char *unit;      /* "x" for a ratio, "ms" for the fitted cost */
-	double value;          /* the ratio, or the cost in ms */
-	double ratio;          /* the cost against the reference, for "ms" */
+	const char *unit;      /* "x" for a ratio, "ms" for a time */
+	double value;
+	char detail[96];       /* the figures behind the value, or why there is none */
 	bool valid, lower_bound;
 	enum verdict verdict;
 };
 
-#define PKILL_REFERENCE_MS 0.187 /* pkill -m's cost per target, measured elsewhere */
-#define MAX_TARGETS 8
+#define MAX_TARGETS 10
+
+/* The middle half of mrelease's kill_us over a row's runs. */
+struct spread {
+	bool valid;
+	int64_t q1, med, q3;
+};
 
 struct series *series_add(struct scenario *sc, const char *id, const char *label, int planned,
 			  const char *cmdfmt, ...) __attribute__((format(printf, 5, 6)));
 struct series *series_find(const struct scenario *sc, const char *id);
+const struct series *series_ref(const struct scenario *sc, const char *ref, long x);
 void series_unavailable(struct series *s, const char *why);
 void record(const struct bench *b, const struct scenario *sc, int run, struct series *s,
 	    int64_t us, const struct self_report *self);
@@ -275,6 +303,7 @@ void record_failure(const struct scenario *sc, struct series *s, const char *fmt
 	__attribute__((format(printf, 3, 4)));
 bool series_stats(const struct series *s, struct stats *st);
 int64_t self_median(const struct series *s, size_t field_offset);
+struct spread kill_us_spread(const struct series *s);
 struct ratio ratio_of(const struct bench *b, const struct series *num, const struct series *den);
 struct fit fit_rows(const struct scenario *sc, const char *prefix);
 struct fit fit_rows_field(const struct scenario *sc, const char *prefix, long field);

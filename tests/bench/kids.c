@@ -1,9 +1,10 @@
 /* kids.c: the children mr-bench starts -- victims, the busy loop, the
- * munmap child -- and the clean-up that kills and reaps every one of them
- * and removes every cgroup, on every exit: a normal end, err(), ^C.
- * Children are only ever signalled through the pidfds opened when they
- * were forked, while they are still unreaped children of mr-bench, so a
- * signal can never reach a recycled pid. */
+ * munmap child, the template that clones victims -- and the clean-up that
+ * kills and reaps every one of them and removes every cgroup, on every
+ * exit: a normal end, err(), ^C.  Children are only ever signalled through
+ * pidfds opened while they are unreaped children of mr-bench (a template's
+ * copies are too: see template_main), so a signal can never reach a
+ * recycled pid. */
 #define _GNU_SOURCE
 #include <err.h>
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -24,7 +26,7 @@
 #include "mrelease.h"
 #include "sys.h"
 
-/* tiny holds 512 victims at once, with a few helpers beside them. */
+/* tiny holds 256 victims at once, with a few helpers beside them. */
 #define MAX_KIDS 640
 
 /* Slots are stable, so pointers to them stay valid until reaped. */
@@ -101,8 +103,7 @@ struct kid *kid_track(pid_t pid, bool hog)
 
 		if (k->pid)
 			continue;
-		k->pid = pid;
-		k->hog = hog;
+		*k = (struct kid){ .pid = pid, .hog = hog, .ask = -1, .answer = -1 };
 		k->pidfd = mr_sys_pidfd_open(pid);
 		if (k->pidfd < 0)
 			err(EXIT_FATAL, "pidfd_open %d", pid);
@@ -115,8 +116,27 @@ struct kid *kid_track(pid_t pid, bool hog)
 void kid_untrack(struct kid *k)
 {
 	close(k->pidfd);
-	k->pid = 0;
-	k->pidfd = -1;
+	if (k->ask >= 0)
+		close(k->ask);
+	if (k->answer >= 0)
+		close(k->answer);
+	*k = (struct kid){ .pidfd = -1, .ask = -1, .answer = -1 };
+}
+
+static pid_t template_read(struct kid *t, int64_t deadline, bool interruptible);
+
+/* A copy asked of a dead template may still come (it clones, then dies):
+ * a child of ours all the same, to be reaped. */
+static void template_collect(struct kid *t)
+{
+	pid_t pid;
+
+	if (!t->pending)
+		return;
+	t->pending = false;
+	pid = template_read(t, mr_now_us() + 5 * US_PER_S, false);
+	if (pid > 0)
+		kid_reap(kid_track(pid, false));
 }
 
 /* SIGKILL through the pidfd, wait (bounded), reap.  Frozen victims must be
@@ -135,6 +155,7 @@ int kid_reap(struct kid *k)
 		while (waitpid(k->pid, &status, 0) < 0 && errno == EINTR)
 			;
 	}
+	template_collect(k);
 	kid_untrack(k);
 	return status;
 }
@@ -183,7 +204,7 @@ void kids_init(void)
 	sigaction(SIGHUP, &sa, NULL);
 	driver_pid = getpid();
 	for (int i = 0; i < MAX_KIDS; i++)
-		kids[i].pidfd = -1;
+		kids[i] = (struct kid){ .pidfd = -1, .ask = -1, .answer = -1 };
 	raise_fd_limit();
 	if (atexit(cleanup))
 		errx(EXIT_FATAL, "atexit");
@@ -223,51 +244,56 @@ static void *kid_touch(size_t len)
 	return p;
 }
 
-static _Noreturn void kid_main(const struct spawn_spec *s, int report_fd, pid_t parent)
+/* Die with the driver, whatever happens to it; take the default signal
+ * handlers and a name that says what we are. */
+static void kid_settle(const struct spawn_spec *s, pid_t parent, const char *comm)
 {
-	static const char *const comm[] = {
-		[KID_VICTIM] = VICTIM_COMM, [KID_HOG] = "mrb-busy", [KID_LIMIT] = "mrb-munmap",
-	};
-	void *map[64];
-	size_t chunk = s->bytes / (size_t)s->chunks;
-
-	/* Die with the driver, whatever happens to it. */
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
 		_exit(1);
 	signal(SIGINT, SIG_DFL);
 	signal(SIGTERM, s->ignore_term ? SIG_IGN : SIG_DFL);
 	signal(SIGHUP, SIG_DFL);
-	prctl(PR_SET_NAME, comm[s->kind]);
+	prctl(PR_SET_NAME, comm);
+}
+
+static void kid_join(const struct spawn_spec *s)
+{
 	for (int i = 0; i < s->njoin; i++)
 		if (mr_write_file(s->join[i], "cgroup.procs", "0"))
 			kid_fail("join cgroup");
-	if (s->kind == KID_HOG) {
-		if (setpriority(PRIO_PROCESS, 0, -20))
-			kid_fail("nice -20");
-		kid_pin(s->cpu);
-		if (write(report_fd, "r", 1) != 1)
-			kid_fail("report");
-		for (volatile unsigned long spin = 0;; spin++)
-			;
-	}
-	if (s->chunks < 1 || s->chunks > (int)ARRAY_LEN(map))
-		_exit(1);
-	for (int i = 0; i < s->chunks; i++)
-		map[i] = kid_touch(chunk);
-	if (s->kind == KID_LIMIT) {
-		int64_t t0, dt;
+}
 
-		if (s->cpu >= 0)
-			kid_pin(s->cpu);
-		t0 = mr_now_us();
-		for (int i = 0; i < s->chunks; i++)
-			if (munmap(map[i], chunk))
-				kid_fail("munmap");
-		dt = mr_now_us() - t0;
-		if (write(report_fd, &dt, sizeof(dt)) != sizeof(dt))
-			kid_fail("report");
-		_exit(0);
-	}
+static _Noreturn void hog_main(const struct spawn_spec *s, int report_fd)
+{
+	if (setpriority(PRIO_PROCESS, 0, -20))
+		kid_fail("nice -20");
+	kid_pin(s->cpu);
+	if (write(report_fd, "r", 1) != 1)
+		kid_fail("report");
+	for (volatile unsigned long spin = 0;; spin++)
+		;
+}
+
+/* Times its own munmap() of what it touched, and writes the time. */
+static _Noreturn void munmap_main(const struct spawn_spec *s, void **map, size_t chunk,
+				  int report_fd)
+{
+	int64_t t0, dt;
+
+	if (s->cpu >= 0)
+		kid_pin(s->cpu);
+	t0 = mr_now_us();
+	for (int i = 0; i < s->chunks; i++)
+		if (munmap(map[i], chunk))
+			kid_fail("munmap");
+	dt = mr_now_us() - t0;
+	if (write(report_fd, &dt, sizeof(dt)) != sizeof(dt))
+		kid_fail("report");
+	_exit(0);
+}
+
+static _Noreturn void victim_main(const struct spawn_spec *s, int report_fd)
+{
 	if (s->sched_idle && sched_setscheduler(0, SCHED_IDLE, &(struct sched_param){ 0 }))
 		kid_fail("SCHED_IDLE");
 	if (s->cpu >= 0)
@@ -279,9 +305,78 @@ static _Noreturn void kid_main(const struct spawn_spec *s, int report_fd, pid_t 
 		pause();
 }
 
+/* A copy of a template: the same memory, shared copy-on-write, in page
+ * tables of its own as large as the template's; it joins the cgroups,
+ * writes its pid, and waits to be killed. */
+static _Noreturn void copy_main(const struct spawn_spec *s, int report_fd, pid_t parent)
+{
+	pid_t self = getpid();
+
+	kid_settle(s, parent, VICTIM_COMM);
+	kid_join(s);
+	if (write(report_fd, &self, sizeof(self)) != sizeof(self))
+		kid_fail("report");
+	for (;;)
+		pause();
+}
+
+/* Touched once, a template answers each byte on ask_fd with a copy of
+ * itself: a victim of the same size in milliseconds, where touching fresh
+ * memory takes seconds per GiB.  CLONE_PARENT makes each copy mr-bench's
+ * own child, so that mr-bench opens its pidfd while it is an unreaped
+ * child and reaps it.  Its answers are pid_t: 0 once ready, then each
+ * copy's pid (written by the copy) or -errno. */
+static _Noreturn void template_main(const struct spawn_spec *s, int report_fd, int ask_fd,
+				    pid_t parent)
+{
+	pid_t msg = 0;
+	char c;
+
+	if (write(report_fd, &msg, sizeof(msg)) != sizeof(msg))
+		kid_fail("report");
+	while (read(ask_fd, &c, 1) == 1) {
+		msg = (pid_t)syscall(SYS_clone, CLONE_PARENT | SIGCHLD, NULL, NULL, NULL, 0);
+		if (msg == 0)
+			copy_main(s, report_fd, parent);
+		if (msg < 0) {
+			msg = -errno;
+			if (write(report_fd, &msg, sizeof(msg)) != sizeof(msg))
+				kid_fail("report");
+		}
+	}
+	_exit(0);
+}
+
+static _Noreturn void kid_main(const struct spawn_spec *s, int report_fd, int ask_fd,
+			       pid_t parent)
+{
+	static const char *const comm[] = {
+		[KID_VICTIM] = VICTIM_COMM, [KID_HOG] = "mrb-busy", [KID_MUNMAP] = "mrb-munmap",
+		[KID_TEMPLATE] = "mrb-template",
+	};
+	void *map[64];
+	size_t chunk = s->bytes / (size_t)s->chunks;
+
+	kid_settle(s, parent, comm[s->kind]);
+	if (s->kind != KID_TEMPLATE)
+		kid_join(s);
+	if (s->kind == KID_HOG)
+		hog_main(s, report_fd);
+	if (s->chunks < 1 || s->chunks > (int)ARRAY_LEN(map))
+		_exit(1);
+	for (int i = 0; i < s->chunks; i++)
+		map[i] = kid_touch(chunk);
+	if (s->kind == KID_MUNMAP)
+		munmap_main(s, map, chunk, report_fd);
+	if (s->kind == KID_TEMPLATE)
+		template_main(s, report_fd, ask_fd, parent);
+	victim_main(s, report_fd);
+}
+
 /* ---- in the driver ---- */
 
-static struct kid *kid_fork(const struct spawn_spec *s, int report_fd[2])
+/* ask: a template's request pipe, or NULL. */
+static struct kid *kid_fork(const struct spawn_spec *s, int report_fd[2], int ask[2])
 {
 	pid_t parent = getpid(), pid = fork();
 
@@ -289,7 +384,9 @@ static struct kid *kid_fork(const struct spawn_spec *s, int report_fd[2])
 		err(EXIT_FATAL, "fork");
 	if (pid == 0) {
 		close(report_fd[0]);
-		kid_main(s, report_fd[1], parent);
+		if (ask)
+			close(ask[1]);
+		kid_main(s, report_fd[1], ask ? ask[0] : -1, parent);
 	}
 	return kid_track(pid, s->kind == KID_HOG);
 }
@@ -309,7 +406,7 @@ void start_victims(const struct spawn_spec *s, int n, struct kid **out)
 	if (pipe2(p, O_CLOEXEC))
 		err(EXIT_FATAL, "pipe");
 	for (int i = 0; i < n; i++) {
-		out[i] = kid_fork(s, p);
+		out[i] = kid_fork(s, p, NULL);
 		dead[i] = (struct pollfd){ .fd = out[i]->pidfd, .events = POLLIN };
 	}
 	close(p[1]);
@@ -358,39 +455,89 @@ struct kid *start_hog(int cpu)
 	return k;
 }
 
-/* The limit: a child touches the memory and times its own munmap() of it.
- * 0 with *us, or -errno. */
-int limit_run(const struct spawn_spec *s, int64_t extra_us, int64_t *us)
+/* len bytes from fd by the deadline: 0, -ETIMEDOUT, -EPIPE (the writers
+ * are gone) or -errno. */
+static int read_all(int fd, void *buf, size_t len, int64_t deadline, bool interruptible)
+{
+	size_t got = 0;
+
+	while (got < len) {
+		ssize_t n;
+
+		if (!poll_until(fd, POLLIN, deadline, interruptible))
+			return -ETIMEDOUT;
+		n = read(fd, (char *)buf + got, len - got);
+		if (n == 0)
+			return -EPIPE;
+		if (n < 0 && errno != EINTR)
+			return -errno;
+		if (n > 0)
+			got += (size_t)n;
+	}
+	return 0;
+}
+
+/* A child touches the memory and times its own munmap() of it.  0 with
+ * *us, or -errno. */
+int munmap_run(const struct spawn_spec *s, int64_t extra_us, int64_t *us)
 {
 	int64_t deadline = mr_now_us() + setup_budget(s->bytes) + extra_us;
-	size_t got = 0;
-	int p[2], e = 0;
+	int p[2], e;
 	struct kid *k;
 
 	if (pipe2(p, O_CLOEXEC))
 		err(EXIT_FATAL, "pipe");
-	k = kid_fork(s, p);
+	k = kid_fork(s, p, NULL);
 	close(p[1]);
-	while (got < sizeof(*us)) {
-		ssize_t n;
-
-		if (!poll_until(p[0], POLLIN, deadline, true)) {
-			e = -ETIMEDOUT;
-			break;
-		}
-		n = read(p[0], (char *)us + got, sizeof(*us) - got);
-		if (n == 0) {
-			e = -EPIPE;
-			break;
-		}
-		if (n < 0 && errno != EINTR) {
-			e = -errno;
-			break;
-		}
-		if (n > 0)
-			got += (size_t)n;
-	}
+	e = read_all(p[0], us, sizeof(*us), deadline, true);
 	close(p[0]);
 	kid_reap(k);
 	return e;
+}
+
+/* ---- templates: victims cloned from one touched process ---- */
+
+/* The template's next answer (template_main): a pid, 0, or -errno. */
+static pid_t template_read(struct kid *t, int64_t deadline, bool interruptible)
+{
+	pid_t msg;
+	int e = read_all(t->answer, &msg, sizeof(msg), deadline, interruptible);
+
+	return e ? e : msg;
+}
+
+/* A template of s->bytes, touched once; its copies join s->join. */
+struct kid *start_template(const struct spawn_spec *s)
+{
+	int64_t deadline = mr_now_us() + setup_budget(s->bytes);
+	int report[2], ask[2];
+	struct kid *t;
+	pid_t r;
+
+	if (pipe2(report, O_CLOEXEC) || pipe2(ask, O_CLOEXEC))
+		err(EXIT_FATAL, "pipe");
+	t = kid_fork(s, report, ask);
+	close(report[1]);
+	close(ask[0]);
+	t->answer = report[0];
+	t->ask = ask[1];
+	if ((r = template_read(t, deadline, true)))
+		errx(EXIT_FATAL, "template %d: not ready: %s", t->pid, strerror(-r));
+	return t;
+}
+
+/* A fresh copy of the template, in its cgroups, not yet frozen. */
+struct kid *template_copy(struct kid *t)
+{
+	pid_t pid;
+
+	t->pending = true;
+	if (write(t->ask, "c", 1) != 1)
+		err(EXIT_FATAL, "template %d", t->pid);
+	pid = template_read(t, mr_now_us() + 10 * US_PER_S, true);
+	t->pending = false;
+	if (pid <= 0)
+		errx(EXIT_FATAL, "template %d: no copy: %s", t->pid,
+		     strerror(pid ? -pid : EPROTO));
+	return kid_track(pid, false);
 }

@@ -1,14 +1,16 @@
 /* main.c: mr-bench, the mrelease benchmark driver (issue 5).  It starts
  * fresh victims, ends them in several ways -- plain SIGKILL or cgroup.kill
- * and wait, mrelease --kill, pkill -m, and the in-process limit (munmap of
- * the same memory) -- and times how long each takes to give the memory
- * back; it also times mrelease's own start-up.  It prints a table, and can
- * write JSON.  Run it as root through tests/bench/run. */
+ * and wait, the floor (mr-floor), mrelease --kill, pkill -m, and munmap of
+ * the same memory in one process -- and times how long each takes to give
+ * the memory back, as a ratio to the floor and to pkill -m; it also times
+ * mrelease's own start-up.  It prints a table, and can write JSON.  Run it
+ * as root through tests/bench/run; tests/bench/README.md explains it. */
 #define _GNU_SOURCE
 #include <argp.h>
 #include <err.h>
 #include <errno.h>
 #include <stdlib.h>
+#include <libgen.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -24,9 +26,10 @@ static const struct {
 	[SC_STUCK] = { "stuck", scenario_stuck },
 	[SC_GRACE] = { "grace", scenario_grace },
 	[SC_CGROUP] = { "cgroup", scenario_cgroup },
-	[SC_CGSTUCK] = { "cgroup-stuck", scenario_cgroup_stuck },
+	[SC_MANY] = { "many", scenario_many },
 	[SC_TINY] = { "tiny", scenario_tiny },
 	[SC_SWEEP] = { "sweep", scenario_sweep },
+	[SC_KILLUS] = { "killus", scenario_killus },
 	[SC_STARTUP] = { "startup", scenario_startup },
 	[SC_PROTECT] = { "protect", scenario_protect },
 	[SC_OVERHEAD] = { "overhead", scenario_overhead },
@@ -35,21 +38,24 @@ static const struct {
 /* ---- options ---- */
 
 static const char doc[] =
-	"mr-bench -- time how fast mrelease gives memory back, against plain SIGKILL or "
-	"cgroup.kill and the munmap() limit\v"
+	"mr-bench -- time how fast mrelease gives memory back, as a ratio to the floor "
+	"(mr-floor: pidfd_open, SIGKILL, process_mrelease and nothing else) and to pkill -m\v"
 	"Scenarios: idle, starved (SCHED_IDLE victim under a nice -20 busy loop on CPU 1), "
 	"stuck (cgroup-v1 freezer), grace (a victim that ignores SIGTERM: --kill --grace against "
-	"--kill), cgroup (64 victims in one cgroup: mrelease --cgroup against "
-	"cgroup.kill), cgroup-stuck (the same 64, also held in a cgroup-v1 freezer: --jobs 1 "
-	"against --jobs 2), tiny (1, 16, 128 and 512 stuck victims of 1 MiB: the cost per target, "
-	"fitted, against pkill -m), sweep (one stuck victim of 64 MiB to 2 GiB against munmap: ms "
-	"per GiB), startup (mrelease --dry-run against /bin/true), protect (oom_score_adj and "
-	"mlockall at start, timed by strace -T), overhead (--measure costs of --dry-run).  Needs root, a cgroup-v1 "
-	"memory controller (to tell when memory is back) and, for stuck victims, a cgroup-v1 "
-	"freezer.  Exit status: 0 done (targets may still be missed), 2 usage error, 3 fatal "
-	"error, 130 interrupted.  Usually run as 'sudo tests/bench/run --build-dir build'.";
+	"--kill), cgroup (64 victims in one cgroup: mrelease --cgroup against cgroup.kill), many "
+	"(128 stuck victims), tiny (1 to 256 stuck victims of 1 MiB: the cost per target, "
+	"fitted), sweep (one stuck victim of 64 MiB to 2 GiB: ms per GiB), killus (mrelease's "
+	"kill_us at 64 MiB and 4 GiB), startup (mrelease --dry-run --kill against /bin/true), "
+	"protect (oom_score_adj and mlockall at start, timed by strace -T), overhead (--measure "
+	"costs of --dry-run --kill).  Needs root, a cgroup-v1 memory controller (to tell when memory is back) "
+	"and, for stuck victims, a cgroup-v1 freezer.  Exit status: 0 done (targets may still "
+	"be missed), 2 usage error, 3 fatal error, 130 interrupted.  Usually run as "
+	"'sudo tests/bench/run --build-dir build'; tests/bench/README.md explains it.";
 
-enum { OPT_KILL_RUNS = 256, OPT_OVERHEAD_RUNS, OPT_ONLY, OPT_QUICK, OPT_PKILL, OPT_GRACE };
+enum {
+	OPT_KILL_RUNS = 256, OPT_OVERHEAD_RUNS, OPT_ONLY, OPT_QUICK, OPT_PKILL, OPT_GRACE,
+	OPT_FLOOR
+};
 
 static const struct argp_option options[] = {
 	{ "size", 's', "MIB", 0, "S: memory per scenario in MiB (default 1024)", 0 },
@@ -59,16 +65,18 @@ static const struct argp_option options[] = {
 	  "wait out --timeout (default 1)", 0 },
 	{ "timeout", 't', "SECONDS", 0, "stop waiting for memory after this long (default 10)", 0 },
 	{ "overhead-runs", OPT_OVERHEAD_RUNS, "N", 0,
-	  "runs of each start-up and overhead measurement (default 20)", 0 },
+	  "runs of each start-up, overhead and killus measurement (default 20)", 0 },
 	{ "grace", OPT_GRACE, "SECONDS", 0, "the --grace given to mrelease in grace (default 1)", 0 },
 	{ "pkill", OPT_PKILL, "PATH", 0,
 	  "compare with this pkill, which must offer -m (--mrelease, procps-ng 4.0.6 or later); "
 	  "default: the first such pkill in PATH", 0 },
+	{ "floor", OPT_FLOOR, "PATH", 0, "the floor program (default: mr-floor beside mr-bench)",
+	  0 },
 	{ "only", OPT_ONLY, "LIST", 0, "run only these scenarios (comma-separated)", 0 },
 	{ "json", 'j', "FILE", 0, "also write the results as JSON to FILE", 0 },
 	{ "quick", OPT_QUICK, NULL, 0,
 	  "smoke run: S = 64 MiB, 1 run, 5 s timeout, 3 overhead runs, --grace 0.2, fewer "
-	  "and smaller victims in tiny and sweep", 0 },
+	  "and smaller victims in tiny, sweep and killus", 0 },
 	{ 0 }
 };
 
@@ -147,6 +155,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_ONLY: o->only = parse_only(arg, state); break;
 	case 'j': o->json = arg; break;
 	case OPT_PKILL: o->pkill = arg; break;
+	case OPT_FLOOR: o->floor = arg; break;
 	case OPT_GRACE: o->grace_ms = parse_secs(arg, 60, state); o->grace_set = true; break;
 	case OPT_QUICK: o->quick = true; break;
 	case ARGP_KEY_ARG:
@@ -189,6 +198,26 @@ static void find_mounts(struct bench *b)
 	mr_cgmounts_free(&ms);
 }
 
+/* --floor, or mr-floor in the directory of this program, where the
+ * build puts both. */
+static void find_floor(struct bench *b)
+{
+	char self[PATH_MAX];
+	ssize_t n;
+
+	if (b->opt.floor) {
+		snprintf(b->floor, sizeof(b->floor), "%s", b->opt.floor);
+	} else {
+		n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+		if (n < 0)
+			err(EXIT_FATAL, "/proc/self/exe");
+		self[n] = '\0';
+		snprintf(b->floor, sizeof(b->floor), "%s/mr-floor", dirname(self));
+	}
+	if (access(b->floor, X_OK))
+		err(EXIT_FATAL, "%s (build the mr-floor target, or give --floor PATH)", b->floor);
+}
+
 static void prepare(struct bench *b)
 {
 	const char *args[] = { "--version", NULL };
@@ -206,10 +235,11 @@ static void prepare(struct bench *b)
 	r.out[strcspn(r.out, "\n")] = '\0';
 	snprintf(b->version, sizeof(b->version), "%s", r.out);
 	free(r.out);
+	find_floor(b);
 	find_mounts(b);
 	find_pkill(b);
 	if (!b->pkill.found)
-		warnx("no pkill with -m: its rows are skipped: %s", b->pkill.why);
+		warnx("pkill -m not found: its rows are skipped: %s", b->pkill.why);
 	for (int i = 0; i < NSCENARIOS; i++)
 		b->sc[i].name = scenarios[i].name;
 }
@@ -239,7 +269,7 @@ int main(int argc, char **argv)
 	argp_err_exit_status = EXIT_USAGE;
 	argp_parse(&argp, argc, argv, 0, NULL, &b.opt);
 	kids_init();        /* signals, and the clean-up on every exit */
-	prepare(&b);        /* root, mrelease --version, the cgroup mounts, pkill */
+	prepare(&b);        /* root, mrelease --version, mr-floor, the cgroup mounts, pkill */
 	run_scenarios(&b);
 	cleanup();          /* every victim reaped, every cgroup removed */
 	read_load(b.load_end, sizeof(b.load_end));

@@ -1,8 +1,9 @@
 /* many.c: the scenarios of many victims at once: cgroup (64 victims of
- * S/64 in one cgroup-v2 cgroup, free to run their exit path),
- * cgroup-stuck (the same 64, also held by the v1 freezer, so that only a
- * reaper can take their memory) and tiny (1 to 512 stuck victims of
- * 1 MiB, for what each one more target costs). */
+ * S/64 in one cgroup-v2 cgroup, free to run their exit path), many (128
+ * victims of S/128 held by the v1 freezer, so that only a reaper can take
+ * their memory) and tiny (1 to 256 stuck victims of 1 MiB, for what each
+ * one more target costs).  Every method, the floor among them, has fresh
+ * victims and takes its turn within each run. */
 #define _GNU_SOURCE
 #include <err.h>
 #include <errno.h>
@@ -14,14 +15,19 @@
 #include "mrelease.h"
 
 #define CG_VICTIMS 64
+#define MANY_VICTIMS 128
+#define TINY_MAX 256
 
 struct many {
-	struct cgdir *cg;      /* the v2 cgroup mrelease --cgroup is given */
-	struct cgdir *freezer; /* cgroup-stuck: the v1 freezer; else NULL */
+	struct cgdir *cg;      /* cgroup: the v2 cgroup mrelease --cgroup is given */
+	struct cgdir *freezer; /* many: the v1 freezer; else NULL */
 	struct meter meter;
-	struct kid *v[CG_VICTIMS];
+	struct kid *v[TINY_MAX];
+	int n;
 	size_t each;
 };
+
+enum many_how { MANY_CGROUP_KILL, MANY_FLOOR, MANY_MRELEASE, MANY_PKILL };
 
 /* All victims at once (they touch side by side), then the freeze. */
 static void start_many(struct many *m)
@@ -29,10 +35,10 @@ static void start_many(struct many *m)
 	struct spawn_spec s = { .kind = KID_VICTIM, .bytes = m->each, .chunks = 1, .cpu = -1 };
 	int e;
 
-	spec_join(&s, m->cg->path);
+	spec_join(&s, m->cg ? m->cg->path : NULL);
 	spec_join(&s, m->freezer ? m->freezer->path : NULL);
 	spec_join(&s, m->meter.cg->path);
-	start_victims(&s, CG_VICTIMS, m->v);
+	start_victims(&s, m->n, m->v);
 	if (m->freezer && (e = cg_freeze(m->freezer, mr_now_us() + 10 * US_PER_S)))
 		errx(EXIT_FATAL, "freeze %s: %s", m->freezer->path, strerror(-e));
 }
@@ -40,22 +46,81 @@ static void start_many(struct many *m)
 static void reap_many(struct many *m)
 {
 	cg_thaw(m->freezer);
-	for (int i = 0; i < CG_VICTIMS; i++)
+	for (int i = 0; i < m->n; i++)
 		kid_reap(m->v[i]);
 }
 
-/* cgroup: against cgroup.kill, mrelease --cgroup with the default measure
- * and with --measure=status.  cgroup-stuck: --jobs 1 against --jobs 2,
- * where cgroup.kill only waits out --timeout (--kill-runs times). */
-static void run_cgroup(struct bench *b, struct scenario *sc, bool stuck)
+/* One sample of one method on fresh victims. */
+static void time_many(const struct bench *b, const struct scenario *sc, struct many *m,
+		      enum many_how how, struct series *s, int run)
 {
-	struct many m = { .each = b->bytes / CG_VICTIMS };
-	struct victims vs = { .v = m.v, .n = CG_VICTIMS, .bytes = m.each * CG_VICTIMS,
-			      .meter = &m.meter };
-	int runs = (int)b->opt.runs, kill_runs = stuck ? (int)b->opt.kill_runs : runs;
-	struct series *kill, *mrel[2], *limit;
+	struct victims vs = { .v = m->v, .n = m->n, .bytes = m->each * (size_t)m->n,
+			      .meter = &m->meter };
+	static const char *const kill_head[] = { "--kill", NULL };
+	const char *cg_args[] = { "--kill", "--cgroup", m->cg ? m->cg->path : "", NULL };
 
-	if (!cg_available(b, sc, stuck, true))
+	start_many(m);
+	switch (how) {
+	case MANY_CGROUP_KILL:
+		time_cgroup_kill(b, sc, run, s, m->cg, &vs);
+		break;
+	case MANY_FLOOR:
+		time_floor(b, sc, run, s, &vs);
+		break;
+	case MANY_MRELEASE:
+		/* The cgroup itself where there is one, else every pid. */
+		time_mrelease(b, sc, run, s, m->cg ? cg_args : pid_args(kill_head, &vs), &vs);
+		break;
+	case MANY_PKILL:
+		time_pkill(b, sc, run, s, &vs);
+		break;
+	}
+	reap_many(m);
+}
+
+/* Rows: cgroup.kill + wait (cgroup only), the floor, mrelease, pkill -m. */
+static void run_many(const struct bench *b, struct scenario *sc, struct many *m)
+{
+	int runs = (int)b->opt.runs;
+	struct series *rows[4];
+	enum many_how how[4];
+	int n = 0;
+
+	if (m->cg) {
+		how[n] = MANY_CGROUP_KILL;
+		rows[n++] = series_add(sc, "cgroup_kill", "cgroup.kill + wait", runs,
+				       "write 1 to cgroup.kill, wait for \"populated 0\" in "
+				       "cgroup.events");
+	}
+	how[n] = MANY_FLOOR;
+	rows[n++] = series_add(sc, "floor", "mr-floor (the floor)", runs,
+			       "mr-floor PID... (%d pids, one after another)", m->n);
+	how[n] = MANY_MRELEASE;
+	rows[n++] = m->cg ? series_add(sc, "mrelease", "mrelease --kill --cgroup", runs,
+				       "mrelease --json --kill --cgroup PATH")
+			  : series_add(sc, "mrelease", "mrelease --kill", runs,
+				       "mrelease --json --kill PID... (%d pids)", m->n);
+	how[n] = MANY_PKILL;
+	rows[n] = series_add(sc, "pkill_m", "pkill -m", runs,
+			     "%s -9 --mrelease --count -P MR-BENCH -x " VICTIM_COMM,
+			     b->pkill.found ? b->pkill.path : "pkill");
+	if (!b->pkill.found)
+		series_unavailable(rows[n], b->pkill.why);
+	n++;
+	meter_open(b, &m->meter);
+	for (int run = 0; run < runs; run++)
+		for (int i = 0; i < n; i++)
+			if (rows[i]->available)
+				time_many(b, sc, m, how[i], rows[i], run);
+	meter_close(&m->meter);
+}
+
+/* cgroup: 64 victims free to run in one v2 cgroup, against cgroup.kill. */
+void scenario_cgroup(struct bench *b, struct scenario *sc)
+{
+	struct many m = { .n = CG_VICTIMS, .each = b->bytes / CG_VICTIMS };
+
+	if (!cg_available(b, sc, false, true))
 		return;
 	m.cg = cg_create(b->v2_root, CG_V2);
 	if (faccessat(m.cg->dirfd, "cgroup.kill", F_OK, 0)) {
@@ -63,158 +128,90 @@ static void run_cgroup(struct bench *b, struct scenario *sc, bool stuck)
 		cg_remove(m.cg);
 		return;
 	}
-	if (stuck)
-		m.freezer = cg_create(b->v1_freezer, CG_FREEZER);
-	meter_open(b, &m.meter);
-	snprintf(sc->setup, sizeof(sc->setup), "%d victims of %zu KiB each in %s (cgroup v2)%s%s%s",
-		 CG_VICTIMS, m.each >> 10, m.cg->path, stuck ? ", also frozen in " : "",
-		 stuck ? m.freezer->path : "",
-		 stuck ? " (cgroup-v1 freezer) so that they cannot run their exit path" : "");
+	snprintf(sc->setup, sizeof(sc->setup),
+		 "%d victims of %zu KiB each in %s (cgroup v2), free to run", m.n, m.each >> 10,
+		 m.cg->path);
 	sc->available = true;
-
-	kill = series_add(sc, "cgroup_kill", "cgroup.kill + wait", kill_runs,
-			  "write 1 to cgroup.kill, wait for \"populated 0\" in cgroup.events");
-	if (stuck) {
-		mrel[0] = series_add(sc, "jobs1", "mrelease --jobs 1", runs,
-				     "mrelease --json --kill --cgroup PATH --jobs 1");
-		mrel[1] = series_add(sc, "jobs2", "mrelease --jobs 2", runs,
-				     "mrelease --json --kill --cgroup PATH --jobs 2");
-	} else {
-		mrel[0] = series_add(sc, "mrelease", "mrelease --kill --cgroup", runs,
-				     "mrelease --json --kill --cgroup PATH");
-		mrel[1] = series_add(sc, "mrelease_status", "mrelease --cgroup --measure=status",
-				     runs, "mrelease --json --kill --cgroup PATH --measure=status");
-	}
-	limit = series_add(sc, "limit", "munmap (limit)", runs,
-			   "munmap() of %d mappings of %zu KiB in one process", CG_VICTIMS,
-			   m.each >> 10);
-
-	for (int run = 0; run < runs; run++) {
-		if (run < kill_runs) {
-			start_many(&m);
-			time_cgroup_kill(b, sc, run, kill, m.cg, &vs);
-			reap_many(&m);
-		}
-		for (int j = 0; j < 2; j++) {
-			const char *args[8] = { "--kill", "--cgroup", m.cg->path };
-			int n = 3;
-
-			if (stuck) {
-				args[n++] = "--jobs";
-				args[n++] = j ? "2" : "1";
-			} else if (j) {
-				args[n++] = "--measure=status";
-			}
-			args[n] = NULL;
-			start_many(&m);
-			time_mrelease(b, sc, run, mrel[j], args, &vs);
-			reap_many(&m);
-		}
-		time_limit(b, sc, run, limit, m.each * CG_VICTIMS, CG_VICTIMS, -1);
-	}
-	meter_close(&m.meter);
-	cg_remove(m.freezer);
+	run_many(b, sc, &m);
 	cg_remove(m.cg);
 }
 
-void scenario_cgroup(struct bench *b, struct scenario *sc)
+/* many: 128 stuck victims, their pids given to each tool. */
+void scenario_many(struct bench *b, struct scenario *sc)
 {
-	run_cgroup(b, sc, false);
-}
+	struct many m = { .n = MANY_VICTIMS, .each = b->bytes / MANY_VICTIMS };
 
-void scenario_cgroup_stuck(struct bench *b, struct scenario *sc)
-{
-	run_cgroup(b, sc, true);
+	if (!cg_available(b, sc, true, false))
+		return;
+	m.freezer = cg_create(b->v1_freezer, CG_FREEZER);
+	snprintf(sc->setup, sizeof(sc->setup),
+		 "%d victims of %zu KiB each, frozen by the cgroup-v1 freezer (%s); the floor "
+		 "and mrelease are given their pids", m.n, m.each >> 10, m.freezer->path);
+	sc->available = true;
+	run_many(b, sc, &m);
+	cg_remove(m.freezer);
 }
 
 /* ---- tiny: many small stuck victims, for the cost per target ---- */
 
 #define TINY_BYTES MIB
-#define TINY_MAX 512
 
-const long tiny_counts[] = { 1, 16, 128, TINY_MAX, 0 };
-const long tiny_counts_quick[] = { 1, 16, 64, 0 };
+static const long tiny_full[] = { 1, 16, 64, TINY_MAX, 0 };
+static const long tiny_quick[] = { 1, 8, 32, 0 };
 
-static const long *tiny_list(const struct bench *b)
+const long *tiny_counts(const struct bench *b)
 {
-	return b->opt.quick ? tiny_counts_quick : tiny_counts;
+	return b->opt.quick ? tiny_quick : tiny_full;
 }
 
-size_t tiny_ncounts(const struct bench *b)
-{
-	size_t n = 0;
-
-	while (tiny_list(b)[n])
-		n++;
-	return n;
-}
-
-/* N victims of 1 MiB, held by the v1 freezer (D state), each ended by
- * mrelease --kill PID... and by pkill -m; T = fixed + per_target * N is
- * fitted over the medians (stats.c), so that the cost of one more target
- * is told apart from the cost of starting a process. */
+/* N victims of 1 MiB, held by the v1 freezer (D state), each ended by the
+ * floor, mrelease --kill PID... and pkill -m; T = fixed + per_target * N
+ * is fitted over the medians (stats.c), so that the cost of one more
+ * target is told apart from the cost of starting a process. */
 void scenario_tiny(struct bench *b, struct scenario *sc)
 {
-	const long *counts = tiny_list(b);
-	size_t nc = tiny_ncounts(b);
-	struct series *mrel[8], *pk[8];
-	struct kid *v[TINY_MAX];
-	struct cgdir *freezer;
-	struct meter meter;
+	static const struct {
+		enum many_how how;
+		const char *id, *label, *command;
+	} tools[] = {
+		{ MANY_FLOOR, "floor", "mr-floor", "mr-floor PID..." },
+		{ MANY_MRELEASE, "mrelease", "mrelease --kill", "mrelease --json --kill PID..." },
+		{ MANY_PKILL, "pkill_m", "pkill -m",
+		  "pkill -9 --mrelease --count -P MR-BENCH -x " VICTIM_COMM },
+	};
+	const long *counts = tiny_counts(b);
+	struct series *rows[8][ARRAY_LEN(tools)];
+	struct many m = { .each = TINY_BYTES };
 	char id[32], label[48];
-	int runs = (int)b->opt.runs, e;
+	int runs = (int)b->opt.runs;
+	size_t nc = 0;
 
 	if (!cg_available(b, sc, true, false))
 		return;
-	freezer = cg_create(b->v1_freezer, CG_FREEZER);
-	meter_open(b, &meter);
+	m.freezer = cg_create(b->v1_freezer, CG_FREEZER);
+	for (; counts[nc]; nc++)
+		for (size_t t = 0; t < ARRAY_LEN(tools); t++) {
+			snprintf(id, sizeof(id), "%s_%ld", tools[t].id, counts[nc]);
+			snprintf(label, sizeof(label), "%s, N = %ld", tools[t].label, counts[nc]);
+			rows[nc][t] = series_add(sc, id, label, runs, "%s (%ld victims)",
+						 tools[t].command, counts[nc]);
+			rows[nc][t]->x = counts[nc];
+			if (tools[t].how == MANY_PKILL && !b->pkill.found)
+				series_unavailable(rows[nc][t], b->pkill.why);
+		}
 	snprintf(sc->setup, sizeof(sc->setup),
 		 "N victims of %lu KiB each, frozen by the cgroup-v1 freezer (%s), for N = %ld to "
-		 "%ld; mrelease --kill is given their pids", TINY_BYTES >> 10, freezer->path,
-		 counts[0], counts[nc - 1]);
+		 "%ld; the floor and mrelease --kill are given their pids", TINY_BYTES >> 10,
+		 m.freezer->path, counts[0], counts[nc - 1]);
 	sc->available = true;
-	for (size_t i = 0; i < nc; i++) {
-		snprintf(id, sizeof(id), "mrelease_%ld", counts[i]);
-		snprintf(label, sizeof(label), "mrelease --kill, N = %ld", counts[i]);
-		mrel[i] = series_add(sc, id, label, runs, "mrelease --json --kill PID... (%ld pids)",
-				     counts[i]);
-		mrel[i]->x = counts[i];
-	}
-	for (size_t i = 0; i < nc; i++) {
-		snprintf(id, sizeof(id), "pkill_%ld", counts[i]);
-		snprintf(label, sizeof(label), "pkill -m, N = %ld", counts[i]);
-		pk[i] = series_add(sc, id, label, runs,
-				   "%s -9 --mrelease --count -P MR-BENCH -x " VICTIM_COMM,
-				   b->pkill.found ? b->pkill.path : "pkill");
-		pk[i]->x = counts[i];
-		if (!b->pkill.found)
-			series_unavailable(pk[i], b->pkill.why);
-	}
+	meter_open(b, &m.meter);
 	for (int run = 0; run < runs; run++)
 		for (size_t i = 0; i < nc; i++)
-			for (int tool = 0; tool < 2; tool++) {
-				struct spawn_spec s = { .kind = KID_VICTIM, .bytes = TINY_BYTES,
-							.chunks = 1, .cpu = -1 };
-				struct victims vs = { .v = v, .n = (int)counts[i],
-						      .bytes = TINY_BYTES * (size_t)counts[i],
-						      .meter = &meter };
-				static const char *const head[] = { "--kill", NULL };
-
-				if (tool && !pk[i]->available)
-					continue;
-				spec_join(&s, freezer->path);
-				spec_join(&s, meter.cg->path);
-				start_victims(&s, vs.n, v);
-				if ((e = cg_freeze(freezer, mr_now_us() + 10 * US_PER_S)))
-					errx(EXIT_FATAL, "freeze %s: %s", freezer->path, strerror(-e));
-				if (tool)
-					time_pkill(b, sc, run, pk[i], &vs);
-				else
-					time_mrelease(b, sc, run, mrel[i], pid_args(head, &vs), &vs);
-				cg_thaw(freezer);
-				for (int k = 0; k < vs.n; k++)
-					kid_reap(v[k]);
+			for (size_t t = 0; t < ARRAY_LEN(tools); t++) {
+				m.n = (int)counts[i];
+				if (rows[i][t]->available)
+					time_many(b, sc, &m, tools[t].how, rows[i][t], run);
 			}
-	meter_close(&meter);
-	cg_remove(freezer);
+	meter_close(&m.meter);
+	cg_remove(m.freezer);
 }

@@ -1,10 +1,11 @@
 /* methods.c: the timed ways of ending victims.  Each is timed from just
  * before its first act (the signal, the write to cgroup.kill, the fork of
- * mrelease or pkill) until the memory is back: the act is over (the victim
- * or the tool has exited, the cgroup is empty) *and* the victims' memory
- * cgroup holds under 1 % of what they touched (cgroups.c).  The limit is
- * the kernel's own speed at freeing these pages: munmap() of the same
- * memory, timed inside the process that owns it. */
+ * mr-floor, mrelease or pkill) until the memory is back: the act is over
+ * (the victim or the tool has exited, the cgroup is empty) *and* the
+ * victims' memory cgroup holds under 1 % of what they touched
+ * (cgroups.c).  The floor, mr-floor, is what any tool must spend; munmap()
+ * of the same memory inside the process that owns it is shown beside, as
+ * the kernel's speed at freeing these pages without a kill. */
 #define _GNU_SOURCE
 #include <err.h>
 #include <errno.h>
@@ -102,6 +103,43 @@ const char **pid_args(const char *const *head, const struct victims *vs)
 	return args;
 }
 
+/* Until the memory is back, from t0; or with no meter, until the tool
+ * exited at end. */
+static int64_t memory_back(const struct bench *b, const struct victims *vs, int64_t t0,
+			   int64_t end)
+{
+	return vs->meter ? wait_memory_back(vs->meter, vs->bytes, t0 + b->timeout_us) : end;
+}
+
+static const char *floor_failure(int status)
+{
+	switch (status) {
+	case FLOOR_OPEN: return "a pidfd_open failed";
+	case FLOOR_USAGE: return "usage: a pid it did not take";
+	case FLOOR_SIGNAL: return "a pidfd_send_signal failed";
+	case FLOOR_MRELEASE: return "a process_mrelease failed";
+	default: return status > 128 ? strsignal(status - 128) : "unknown exit status";
+	}
+}
+
+/* mr-floor on the victims' pids, timed as mrelease is: fork to exit, and
+ * then until the memory is back. */
+void time_floor(const struct bench *b, const struct scenario *sc, int run, struct series *s,
+		const struct victims *vs)
+{
+	const char *const head[] = { b->floor, NULL };
+	struct tool_result r;
+
+	run_cmd(pid_args(head, vs), false, b->timeout_us, &r);
+	if (r.status < 0)
+		record(b, sc, run, s, TIMED_OUT, NULL);
+	else if (r.status != 0)
+		record_failure(sc, s, "exit %d: %s", r.status, floor_failure(r.status));
+	else
+		record_end(b, sc, run, s, r.start_us, memory_back(b, vs, r.start_us, r.end_us),
+			   NULL);
+}
+
 /* mrelease with --json and args: the sample is until it has exited and
  * the memory is back; its report gives kill_us and the rest, and must
  * account for every victim. */
@@ -129,7 +167,7 @@ void time_mrelease(const struct bench *b, const struct scenario *sc, int run,
 			       rep.targets, rep.released, rep.exited, vs->n,
 			       rep.error[0] ? ": " : "", rep.error);
 	} else {
-		int64_t end = wait_memory_back(vs->meter, vs->bytes, r.start_us + b->timeout_us);
+		int64_t end = memory_back(b, vs, r.start_us, r.end_us);
 
 		/* mrelease was done, but the memory was not back: say how it
 		 * found the victims, since that tells why. */
@@ -173,19 +211,18 @@ void time_pkill(const struct bench *b, const struct scenario *sc, int run, struc
 	} else if (parse_count(r.out, &count) || count != vs->n) {
 		record_failure(sc, s, "--count says '%.20s', %d victims", r.out, vs->n);
 	} else {
-		int64_t end = wait_memory_back(vs->meter, vs->bytes, r.start_us + b->timeout_us);
-
-		record_end(b, sc, run, s, r.start_us, end, NULL);
+		record_end(b, sc, run, s, r.start_us, memory_back(b, vs, r.start_us, r.end_us),
+			   NULL);
 	}
 	free(r.out);
 }
 
-void time_limit(const struct bench *b, const struct scenario *sc, int run, struct series *s,
-		size_t bytes, int chunks, int cpu)
+void time_munmap(const struct bench *b, const struct scenario *sc, int run, struct series *s,
+		 size_t bytes, int chunks, int cpu)
 {
-	struct spawn_spec spec = { .kind = KID_LIMIT, .bytes = bytes, .chunks = chunks, .cpu = cpu };
+	struct spawn_spec spec = { .kind = KID_MUNMAP, .bytes = bytes, .chunks = chunks, .cpu = cpu };
 	int64_t us;
-	int e = limit_run(&spec, b->timeout_us, &us);
+	int e = munmap_run(&spec, b->timeout_us, &us);
 
 	if (e)
 		record_failure(sc, s, "munmap child: %s", strerror(-e));

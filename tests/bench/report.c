@@ -48,8 +48,10 @@ static bool shown(const struct scenario *sc)
 
 /* ---- the rows: one column table for the text and the JSON ---- */
 
-/* COL_COUNT: "done/planned" in the table, the number done in JSON. */
-enum col_type { COL_STR, COL_COUNT, COL_US };
+/* COL_COUNT: "done/planned" in the table, the number done in JSON.
+ * COL_RATIO: the row's median over a reference row's, "> " where the row
+ * timed out. */
+enum col_type { COL_STR, COL_COUNT, COL_US, COL_RATIO };
 
 struct column {
 	const char *key;    /* JSON key */
@@ -58,7 +60,9 @@ struct column {
 	enum col_type type;
 };
 
-enum col_id { C_SCENARIO, C_METHOD, C_RUNS, C_MIN, C_MEDIAN, C_MAX, C_KILL, NCOLS };
+enum col_id {
+	C_SCENARIO, C_METHOD, C_RUNS, C_MIN, C_MEDIAN, C_MAX, C_KILL, C_XFLOOR, C_XPKILL, NCOLS
+};
 
 static const struct column columns[NCOLS] = {
 	[C_SCENARIO] = { "scenario", "SCENARIO", -12, COL_STR },
@@ -69,23 +73,27 @@ static const struct column columns[NCOLS] = {
 	[C_MAX] = { "max_us", "MAX", 11, COL_US },
 	/* mrelease's own kill_us: from its start to its last SIGKILL. */
 	[C_KILL] = { "kill_us_median", "KILL_US", 11, COL_US },
+	[C_XFLOOR] = { "vs_floor", "/FLOOR", 8, COL_RATIO },
+	[C_XPKILL] = { "vs_pkill_m", "/PKILL-M", 8, COL_RATIO },
 };
 
-/* A cell: a string, or a number (-1: null). */
+/* A cell: a string, a number (-1: null) or a ratio. */
 struct cell {
 	const char *str;
 	int64_t num;
+	struct ratio ratio;
 	char buf[64];
 };
 
-static void get_cell(const struct scenario *sc, const struct series *s, enum col_id c,
-		     struct cell *v)
+static void get_cell(const struct bench *b, const struct scenario *sc, const struct series *s,
+		     enum col_id c, struct cell *v)
 {
 	struct stats st;
 	bool have = series_stats(s, &st);
 
 	v->str = NULL;
 	v->num = -1;
+	v->ratio = (struct ratio){ 0 };
 	switch (c) {
 	case C_SCENARIO: v->str = sc->name; break;
 	case C_METHOD: v->str = s->label; break;
@@ -100,6 +108,12 @@ static void get_cell(const struct scenario *sc, const struct series *s, enum col
 	case C_KILL:
 		v->num = s->has_self ? self_median(s, offsetof(struct self_report, kill_us)) : -1;
 		break;
+	case C_XFLOOR:
+		v->ratio = ratio_of(b, s, series_ref(sc, "floor", s->x));
+		break;
+	case C_XPKILL:
+		v->ratio = ratio_of(b, s, series_ref(sc, "pkill_m", s->x));
+		break;
 	case NCOLS: break;
 	}
 }
@@ -107,12 +121,15 @@ static void get_cell(const struct scenario *sc, const struct series *s, enum col
 static void print_cell(const struct bench *b, FILE *f, enum col_id c, const struct cell *v)
 {
 	const struct column *col = &columns[c];
-	char t[32];
+	char t[32] = "-";
 
 	if (col->type == COL_US)
 		fmt_ms(t, sizeof(t), v->num, b);
+	else if (col->type == COL_RATIO && v->ratio.valid)
+		snprintf(t, sizeof(t), "%s%.*f", v->ratio.lower_bound ? ">" : "",
+			 v->ratio.v < 100 ? 2 : 0, v->ratio.v);
 	fprintf(f, "%s%*s", c ? " " : "", col->width,
-		col->type == COL_US ? t : v->str ? v->str : "-");
+		col->type == COL_STR || col->type == COL_COUNT ? v->str : t);
 }
 
 static void json_cell(FILE *f, enum col_id c, const struct cell *v)
@@ -122,9 +139,10 @@ static void json_cell(FILE *f, enum col_id c, const struct cell *v)
 		mr_json_string(f, v->str ? v->str : "");
 	else if (columns[c].type == COL_COUNT)
 		fprintf(f, "%" PRId64, v->num);
-	else if (v->num < 0)
-		fputs("null", f);
-	else if (v->num == TIMED_OUT)
+	/* A lower bound is no ratio; the samples say the row timed out. */
+	else if (columns[c].type == COL_RATIO && v->ratio.valid && !v->ratio.lower_bound)
+		fprintf(f, "%.4f", v->ratio.v);
+	else if (columns[c].type == COL_RATIO || v->num < 0 || v->num == TIMED_OUT)
 		fputs("null", f);
 	else
 		fprintf(f, "%" PRId64, v->num);
@@ -145,7 +163,7 @@ static void print_row(const struct bench *b, FILE *f, const struct scenario *sc,
 		return;
 	}
 	for (int c = 0; c < NCOLS; c++) {
-		get_cell(sc, s, c, &v);
+		get_cell(b, sc, s, c, &v);
 		print_cell(b, f, c, &v);
 	}
 	fputc('\n', f);
@@ -168,8 +186,9 @@ static void print_rows(const struct bench *b, FILE *f)
 		for (int r = 0; r < sc->nrows; r++)
 			print_row(b, f, sc, &sc->rows[r]);
 	}
-	fprintf(f, "(KILL_US: mrelease's own kill_us, from its start to its last SIGKILL; "
-		   "median over the runs)\n");
+	fprintf(f, "(KILL_US: mrelease's own kill_us, from its start to its last SIGKILL; /FLOOR "
+		   "and /PKILL-M: this\n row's median over the median of the floor, or of pkill -m, "
+		   "on the same victims in the\n same runs; \">\" where this row timed out)\n");
 }
 
 /* ---- the text report ---- */
@@ -195,10 +214,12 @@ static void print_header(const struct bench *b, FILE *f)
 	fprintf(f, "mrelease benchmark%s\n",
 		b->opt.quick ? " (--quick smoke run: numbers are not meaningful)" : "");
 	fprintf(f, "  mrelease   %s (%s)\n", b->opt.mrelease, b->version);
+	fprintf(f, "  floor      %s (pidfd_open, SIGKILL, process_mrelease; one pid after another)\n",
+		b->floor);
 	if (b->pkill.found)
 		fprintf(f, "  pkill -m   %s (%s)\n", b->pkill.path, b->pkill.version);
 	else
-		fprintf(f, "  pkill -m   none: %s\n", b->pkill.why);
+		fprintf(f, "  pkill -m   not found: %s\n", b->pkill.why);
 	fprintf(f, "  machine    %ld CPUs, Linux %s, MemTotal %.1f GiB, THP %s\n",
 		sysconf(_SC_NPROCESSORS_ONLN), u.release, (double)total / 1048576.0, thp);
 	fprintf(f, "  load       load average (1, 5, 15 min) %s at start, %s at end\n",
@@ -209,10 +230,11 @@ static void print_header(const struct bench *b, FILE *f)
 		b->opt.overhead_runs);
 	fprintf(f, "  victims    forked by mr-bench: mmap (MAP_POPULATE) and write every page of private\n"
 		   "             anonymous memory, report ready on a pipe, pause; fresh ones for every run\n");
-	fprintf(f, "  timed      from just before the first act (SIGKILL, cgroup.kill, the fork of mrelease\n"
-		   "             or pkill) until the act is over (victim, tool exited; cgroup empty) and the\n"
-		   "             anonymous RSS (memory.stat total_rss) of a cgroup-v1 memory cgroup that the\n"
-		   "             victims joined (%s/mr-bench.*) is under 1%% of what they touched\n",
+	fprintf(f, "  timed      from just before the first act (SIGKILL, cgroup.kill, the fork of mr-floor,\n"
+		   "             mrelease or pkill) until the act is over (victim, tool exited; cgroup empty)\n"
+		   "             and the anonymous RSS (memory.stat total_rss) of a cgroup-v1 memory cgroup\n"
+		   "             that the victims joined (%s/mr-bench.*) is under 1%% of what they\n"
+		   "             touched; the methods take turns within each run\n",
 		b->v1_memory[0] ? b->v1_memory : "(none here)");
 	if (b->opt.runs < 5)
 		fprintf(f, "  note       fewer than 5 runs: min/median/max are not a real table\n");
@@ -289,7 +311,9 @@ static void print_time_split(const struct bench *b, FILE *f)
 
 static const struct {
 	const char *prefix, *label;
-} fit_tools[] = { { "mrelease", "mrelease --kill" }, { "pkill", "pkill -m" } };
+} fit_tools[] = {
+	{ "floor", "mr-floor" }, { "mrelease", "mrelease --kill" }, { "pkill_m", "pkill -m" },
+};
 
 /* mrelease's own clock splits its cost per target at the SIGKILL. */
 static void print_fit_split(const struct scenario *sc, FILE *f)
@@ -302,6 +326,26 @@ static void print_fit_split(const struct scenario *sc, FILE *f)
 		fprintf(f, "  %-16s of which %.4f ms before the kill (kill_us), %.4f ms from the "
 			   "first signal to the end (elapsed_us)\n", "",
 			k.per_target_us / US_PER_MS, e.per_target_us / US_PER_MS);
+}
+
+/* The plain division at the largest N: fixed costs spread over N. */
+static void print_divided(const struct bench *b, const struct scenario *sc, FILE *f)
+{
+	const long *counts = tiny_counts(b);
+	long n = 0;
+
+	while (counts[n + 1])
+		n++;
+	fprintf(f, "  divided at N = %ld (median / N, fixed cost included):", counts[n]);
+	for (size_t t = 0; t < ARRAY_LEN(fit_tools); t++) {
+		struct stats st;
+
+		if (series_stats(series_ref(sc, fit_tools[t].prefix, counts[n]), &st) &&
+		    st.med != TIMED_OUT)
+			fprintf(f, " %s %.4f ms;", fit_tools[t].label,
+				(double)st.med / US_PER_MS / (double)counts[n]);
+	}
+	fputc('\n', f);
 }
 
 static void print_fits(const struct bench *b, FILE *f)
@@ -322,15 +366,14 @@ static void print_fits(const struct bench *b, FILE *f)
 		fprintf(f, "  %-16s fixed %7.2f ms, per target %.4f ms (%d points)\n",
 			fit_tools[t].label, fits[t].fixed_us / US_PER_MS,
 			fits[t].per_target_us / US_PER_MS, fits[t].points);
-		if (t == 0)
+		if (!strcmp(fit_tools[t].prefix, "mrelease"))
 			print_fit_split(sc, f);
 	}
-	if (fits[0].valid && fits[1].valid && fits[1].per_target_us > 0)
-		fprintf(f, "  per target, mrelease / pkill -m (measured here): %.2f\n",
-			fits[0].per_target_us / fits[1].per_target_us);
-	if (fits[0].valid)
-		fprintf(f, "  per target, mrelease / %.3f ms (pkill -m, measured elsewhere): %.2f\n",
-			PKILL_REFERENCE_MS, fits[0].per_target_us / US_PER_MS / PKILL_REFERENCE_MS);
+	for (size_t t = 0; t < ARRAY_LEN(fit_tools); t += 2)
+		if (fits[1].valid && fits[t].valid && fits[t].per_target_us > 0)
+			fprintf(f, "  per target, mrelease / %s: %.2f\n", fit_tools[t].label,
+				fits[1].per_target_us / fits[t].per_target_us);
+	print_divided(b, sc, f);
 }
 
 /* ---- sweep: ms per GiB ---- */
@@ -340,31 +383,25 @@ static double ms_per_gib(int64_t us, long mib)
 	return (double)us / US_PER_MS * 1024.0 / (double)mib;
 }
 
-/* The medians of mrelease and of the limit at one size; false if either
+/* The medians of mrelease and of the floor at one size; false if either
  * is missing or timed out. */
 static bool sweep_point(const struct scenario *sc, long mib, struct stats *m, struct stats *l)
 {
-	char id[32];
-	const struct series *sm, *sl;
-
-	snprintf(id, sizeof(id), "mrelease_%ld", mib);
-	sm = series_find(sc, id);
-	snprintf(id, sizeof(id), "limit_%ld", mib);
-	sl = series_find(sc, id);
-	return series_stats(sm, m) && series_stats(sl, l) && m->med != TIMED_OUT &&
+	return series_stats(series_ref(sc, "mrelease", mib), m) &&
+	       series_stats(series_ref(sc, "floor", mib), l) && m->med != TIMED_OUT &&
 	       l->med != TIMED_OUT;
 }
 
 static void print_sweep(const struct bench *b, FILE *f)
 {
 	const struct scenario *sc = &b->sc[SC_SWEEP];
-	const long *sizes = b->opt.quick ? sweep_mib_quick : sweep_mib;
+	const long *sizes = sweep_sizes(b);
 	struct fit fm, fl;
 
 	if (!shown(sc))
 		return;
 	fprintf(f, "\nSize sweep (one stuck victim; medians)\n");
-	fprintf(f, "  %8s %12s %10s %12s %10s %8s\n", "MiB", "mrelease", "ms/GiB", "munmap",
+	fprintf(f, "  %8s %12s %10s %12s %10s %8s\n", "MiB", "mrelease", "ms/GiB", "floor",
 		"ms/GiB", "ratio");
 	for (size_t i = 0; sizes[i]; i++) {
 		struct stats m, l;
@@ -379,11 +416,33 @@ static void print_sweep(const struct bench *b, FILE *f)
 			(double)m.med / (double)l.med);
 	}
 	fm = fit_rows(sc, "mrelease");
-	fl = fit_rows(sc, "limit");
+	fl = fit_rows(sc, "floor");
 	if (fm.valid && fl.valid)
-		fprintf(f, "  fitted: mrelease %.1f ms/GiB %+.2f ms, munmap %.1f ms/GiB %+.2f ms\n",
+		fprintf(f, "  fitted: mrelease %.1f ms/GiB %+.2f ms, floor %.1f ms/GiB %+.2f ms\n",
 			fm.per_target_us * 1024 / US_PER_MS, fm.fixed_us / US_PER_MS,
 			fl.per_target_us * 1024 / US_PER_MS, fl.fixed_us / US_PER_MS);
+}
+
+/* ---- killus: kill_us against the victim's size ---- */
+
+static void print_killus(const struct bench *b, FILE *f)
+{
+	const struct scenario *sc = &b->sc[SC_KILLUS];
+	const long mib[] = { KILLUS_SMALL_MIB, killus_large_mib(b) };
+
+	if (!shown(sc))
+		return;
+	fprintf(f, "\nkill_us against size (killus; one stuck victim, default options)\n");
+	for (size_t i = 0; i < ARRAY_LEN(mib); i++) {
+		struct spread k = kill_us_spread(series_ref(sc, "mrelease", mib[i]));
+
+		if (k.valid)
+			fprintf(f, "  %5ld MiB  kill_us median %.3f ms, quartiles %.3f..%.3f ms\n",
+				mib[i], (double)k.med / US_PER_MS, (double)k.q1 / US_PER_MS,
+				(double)k.q3 / US_PER_MS);
+		else
+			fprintf(f, "  %5ld MiB  no kill_us\n", mib[i]);
+	}
 }
 
 static int64_t row_median(const struct scenario *sc, const char *id)
@@ -485,7 +544,7 @@ static void fmt_target(char *buf, size_t len, const struct target *t)
 	if (!t->valid)
 		snprintf(buf, len, "n/a");
 	else if (!strcmp(t->unit, "ms"))
-		snprintf(buf, len, "%.3f ms (%.2fx)", t->value, t->ratio);
+		snprintf(buf, len, "%.3f ms", t->value);
 	else
 		snprintf(buf, len, "%s%.2fx", t->lower_bound ? "> " : "", t->value);
 }
@@ -497,16 +556,17 @@ static void print_targets(const struct bench *b, FILE *f)
 	char v[48];
 
 	fprintf(f, "\nTargets (medians of this run)\n");
-	fprintf(f, "  %-58s %-40s %-16s %-16s %s\n", "case", "compared with", "value", "goal",
-		"result");
+	fprintf(f, "  %-52s %-26s %-9s %-14s %-6s %s\n", "case", "compared with", "value", "goal",
+		"result", "from");
 	for (int i = 0; i < nt; i++) {
 		fmt_target(v, sizeof(v), &t[i]);
-		fprintf(f, "  %-58s %-40s %-16s %-16s %s\n", t[i].what, t[i].against, v, t[i].goal,
-			verdict_name(t[i].verdict));
+		fprintf(f, "  %-52s %-26s %-9s %-14s %-6s %s\n", t[i].what, t[i].against, v,
+			t[i].goal, verdict_name(t[i].verdict), t[i].detail);
 	}
-	if (b->opt.size_mib != 1024)
-		fprintf(f, "  (the cases are stated for S = 1024 MiB; this run used S = %ld MiB)\n",
-			b->opt.size_mib);
+	if (b->opt.size_mib != 1024 || b->opt.quick)
+		fprintf(f, "  (the cases are stated for S = 1024 MiB and a 4 GiB killus victim; this "
+			   "run used S = %ld MiB and %ld MiB)\n", b->opt.size_mib,
+			killus_large_mib(b));
 }
 
 static void print_notes(const struct bench *b, FILE *f)
@@ -537,6 +597,7 @@ void report_text(const struct bench *b, FILE *f)
 	print_time_split(b, f);
 	print_fits(b, f);
 	print_sweep(b, f);
+	print_killus(b, f);
 	print_grace(b, f);
 	print_protect(b, f);
 	print_overhead(b, f);
@@ -573,7 +634,8 @@ static void json_self(FILE *f, const struct series *s, const char *key, size_t o
 	fputc(']', f);
 }
 
-static void json_row(FILE *f, const struct scenario *sc, const struct series *s)
+static void json_row(const struct bench *b, FILE *f, const struct scenario *sc,
+		     const struct series *s)
 {
 	int timeouts = 0;
 	struct cell v;
@@ -581,7 +643,7 @@ static void json_row(FILE *f, const struct scenario *sc, const struct series *s)
 	fputs("{\"id\":", f);
 	mr_json_string(f, s->id);
 	for (int c = C_METHOD; c < NCOLS; c++) {
-		get_cell(sc, s, c, &v);
+		get_cell(b, sc, s, c, &v);
 		json_cell(f, c, &v);
 	}
 	json_key_str(f, "command", s->command);
@@ -615,6 +677,7 @@ static void json_config(const struct bench *b, FILE *f)
 	fputs("\"config\":{\"mrelease\":", f);
 	mr_json_string(f, b->opt.mrelease);
 	json_key_str(f, "version", b->version);
+	json_key_str(f, "floor", b->floor);
 	fprintf(f, ",\"size_mib\":%ld,\"runs\":%ld,\"kill_runs\":%ld,\"timeout_us\":%" PRId64
 		   ",\"overhead_runs\":%ld,\"grace_ms\":%u,\"quick\":%s,\"cpus\":%ld",
 		b->opt.size_mib, b->opt.runs, b->opt.kill_runs, b->timeout_us, b->opt.overhead_runs,
@@ -642,7 +705,7 @@ static void json_scenarios(const struct bench *b, FILE *f)
 		fputs(",\"rows\":[", f);
 		for (int r = 0; r < sc->nrows; r++) {
 			fputs(r ? "," : "", f);
-			json_row(f, sc, &sc->rows[r]);
+			json_row(b, f, sc, &sc->rows[r]);
 		}
 		fputs("]}", f);
 	}
@@ -691,13 +754,13 @@ static void json_fits(const struct bench *b, FILE *f)
 		else
 			fputs("null", f);
 	}
-	fprintf(f, ",\"reference_per_target_us\":%.1f}", PKILL_REFERENCE_MS * US_PER_MS);
+	fputc('}', f);
 }
 
 static void json_sweep(const struct bench *b, FILE *f)
 {
 	const struct scenario *sc = &b->sc[SC_SWEEP];
-	const long *sizes = b->opt.quick ? sweep_mib_quick : sweep_mib;
+	const long *sizes = sweep_sizes(b);
 
 	if (!shown(sc))
 		return;
@@ -707,11 +770,31 @@ static void json_sweep(const struct bench *b, FILE *f)
 
 		fprintf(f, "%s{\"size_mib\":%ld", i ? "," : "", sizes[i]);
 		if (sweep_point(sc, sizes[i], &m, &l))
-			fprintf(f, ",\"mrelease_median_us\":%" PRId64 ",\"limit_median_us\":%" PRId64
-				   ",\"mrelease_ms_per_gib\":%.2f,\"limit_ms_per_gib\":%.2f"
+			fprintf(f, ",\"mrelease_median_us\":%" PRId64 ",\"floor_median_us\":%" PRId64
+				   ",\"mrelease_ms_per_gib\":%.2f,\"floor_ms_per_gib\":%.2f"
 				   ",\"ratio\":%.4f",
 				m.med, l.med, ms_per_gib(m.med, sizes[i]), ms_per_gib(l.med, sizes[i]),
 				(double)m.med / (double)l.med);
+		fputc('}', f);
+	}
+	fputc(']', f);
+}
+
+static void json_killus(const struct bench *b, FILE *f)
+{
+	const struct scenario *sc = &b->sc[SC_KILLUS];
+	const long mib[] = { KILLUS_SMALL_MIB, killus_large_mib(b) };
+
+	if (!shown(sc))
+		return;
+	fputs(",\"killus\":[", f);
+	for (size_t i = 0; i < ARRAY_LEN(mib); i++) {
+		struct spread k = kill_us_spread(series_ref(sc, "mrelease", mib[i]));
+
+		fprintf(f, "%s{\"size_mib\":%ld", i ? "," : "", mib[i]);
+		if (k.valid)
+			fprintf(f, ",\"kill_us_q1\":%" PRId64 ",\"kill_us_median\":%" PRId64
+				   ",\"kill_us_q3\":%" PRId64, k.q1, k.med, k.q3);
 		fputc('}', f);
 	}
 	fputc(']', f);
@@ -761,10 +844,11 @@ static void json_targets(const struct bench *b, FILE *f)
 		json_key_str(f, "goal", t[i].goal);
 		json_key_str(f, "unit", t[i].unit);
 		if (t[i].valid)
-			fprintf(f, ",\"value\":%.4f,\"ratio\":%.4f,\"lower_bound\":%s", t[i].value,
-				t[i].ratio, t[i].lower_bound ? "true" : "false");
+			fprintf(f, ",\"value\":%.4f,\"lower_bound\":%s", t[i].value,
+				t[i].lower_bound ? "true" : "false");
 		else
-			fputs(",\"value\":null,\"ratio\":null", f);
+			fputs(",\"value\":null", f);
+		json_key_str(f, "detail", t[i].detail);
 		fprintf(f, ",\"result\":\"%s\"}", verdict_name(t[i].verdict));
 	}
 	fputc(']', f);
@@ -782,6 +866,7 @@ void report_json(const struct bench *b, const char *path)
 	json_scenarios(b, f);
 	json_fits(b, f);
 	json_sweep(b, f);
+	json_killus(b, f);
 	json_grace(b, f);
 	json_protect(b, f);
 	json_targets(b, f);

@@ -2,8 +2,9 @@
  * starved (it cannot get a CPU to exit on), stuck (held by the v1
  * freezer, as in uninterruptible sleep), grace (it ignores SIGTERM), all
  * of S MiB; sweep (stuck, of growing size).  Every sample has a fresh
- * victim, touched before the clock starts; the methods take turns within
- * each run, so that drift on a shared machine hits them all alike. */
+ * victim, touched before the clock starts; the methods, the floor among
+ * them, take turns within each run, so that drift on a shared machine
+ * hits them all alike. */
 #define _GNU_SOURCE
 #include <err.h>
 #include <errno.h>
@@ -27,7 +28,7 @@ struct single {
 	bool checked_state;
 };
 
-enum how { HOW_KILL, HOW_MRELEASE, HOW_PKILL, HOW_LIMIT };
+enum how { HOW_KILL, HOW_FLOOR, HOW_MRELEASE, HOW_PKILL, HOW_MUNMAP };
 
 /* One row of a single-victim scenario and how to time it. */
 struct method {
@@ -89,16 +90,17 @@ static void time_method(const struct bench *b, const struct scenario *sc, struct
 	struct victims vs = { .v = &v, .n = 1, .bytes = su->bytes, .meter = &su->meter };
 	int n = 0;
 
-	if (m->how == HOW_LIMIT) {
-		hog = su->starve ? start_hog(VICTIM_CPU) : NULL;
-		time_limit(b, sc, run, m->s, su->bytes, 1, -1);
-		kid_reap(hog);
+	if (m->how == HOW_MUNMAP) {
+		time_munmap(b, sc, run, m->s, su->bytes, 1, -1);
 		return;
 	}
 	v = prepare_victim(su, &hog);
 	switch (m->how) {
 	case HOW_KILL:
 		time_sigkill(b, sc, run, m->s, &vs);
+		break;
+	case HOW_FLOOR:
+		time_floor(b, sc, run, m->s, &vs);
 		break;
 	case HOW_MRELEASE:
 		args[n++] = "--kill";
@@ -114,7 +116,7 @@ static void time_method(const struct bench *b, const struct scenario *sc, struct
 	case HOW_PKILL:
 		time_pkill(b, sc, run, m->s, &vs);
 		break;
-	case HOW_LIMIT:
+	case HOW_MUNMAP:
 		break;
 	}
 	finish_victim(su, v, hog);
@@ -129,10 +131,31 @@ static void run_methods(const struct bench *b, const struct scenario *sc, struct
 				time_method(b, sc, su, &m[i], run);
 }
 
-/* The rows idle, starved and stuck share: SIGKILL + wait, mrelease --kill
- * with the default --measure=smaps and with --measure=status, pkill -m
- * (stuck), the munmap limit. */
-static void run_single(struct bench *b, struct scenario *sc, struct single *su, bool pkill)
+static struct method floor_method(struct scenario *sc, int runs)
+{
+	return (struct method){
+		series_add(sc, "floor", "mr-floor (the floor)", runs,
+			   "mr-floor PID: pidfd_open, SIGKILL, process_mrelease"),
+		HOW_FLOOR, NULL, runs };
+}
+
+static struct method pkill_method(const struct bench *b, struct scenario *sc, int runs)
+{
+	struct method m = {
+		series_add(sc, "pkill_m", "pkill -m", runs,
+			   "%s -9 --mrelease --count -P MR-BENCH -x " VICTIM_COMM,
+			   b->pkill.found ? b->pkill.path : "pkill"),
+		HOW_PKILL, NULL, runs };
+
+	if (!b->pkill.found)
+		series_unavailable(m.s, b->pkill.why);
+	return m;
+}
+
+/* The rows idle, starved and stuck share: SIGKILL + wait, the floor,
+ * mrelease --kill with default options (--affinity where starved), pkill
+ * -m; and for stuck, munmap of as much in one process. */
+static void run_single(struct bench *b, struct scenario *sc, struct single *su)
 {
 	const char *aff = su->starve ? " --affinity " XSTR(RELEASE_CPU) : "";
 	int runs = (int)b->opt.runs;
@@ -146,31 +169,17 @@ static void run_single(struct bench *b, struct scenario *sc, struct single *su, 
 		series_add(sc, "kill", "SIGKILL + wait", kill_runs,
 			   "pidfd_send_signal(SIGKILL), poll the pidfd"),
 		HOW_KILL, NULL, kill_runs };
+	m[n++] = floor_method(sc, runs);
 	m[n++] = (struct method){
 		series_add(sc, "mrelease", "mrelease --kill", runs, "mrelease --json --kill%s PID",
 			   aff),
 		HOW_MRELEASE, NULL, runs };
-	/* The default --measure=smaps reads smaps_rollup before the kill,
-	 * about 10 ms per GiB; status mode reads /proc/PID/status instead. */
-	m[n++] = (struct method){
-		series_add(sc, "mrelease_status", "mrelease --kill --measure=status", runs,
-			   "mrelease --json --kill --measure=status%s PID", aff),
-		HOW_MRELEASE, "--measure=status", runs };
-	if (pkill) {
-		m[n] = (struct method){
-			series_add(sc, "pkill_m", "pkill -m", runs,
-				   "%s -9 --mrelease --count -P MR-BENCH -x " VICTIM_COMM,
-				   b->pkill.found ? b->pkill.path : "pkill"),
-			HOW_PKILL, NULL, runs };
-		if (!b->pkill.found)
-			series_unavailable(m[n].s, b->pkill.why);
-		n++;
-	}
-	m[n++] = (struct method){
-		series_add(sc, "limit", "munmap (limit)", runs,
-			   "munmap() of the same memory in one process%s",
-			   su->starve ? ", on CPU " XSTR(RELEASE_CPU) " beside the busy loop" : ""),
-		HOW_LIMIT, NULL, runs };
+	m[n++] = pkill_method(b, sc, runs);
+	if (su->freezer)
+		m[n++] = (struct method){
+			series_add(sc, "munmap", "munmap (one process, no kill)", runs,
+				   "munmap() of the same memory in the process that touched it"),
+			HOW_MUNMAP, NULL, runs };
 	meter_open(b, &su->meter);
 	run_methods(b, sc, su, m, n);
 	meter_close(&su->meter);
@@ -185,7 +194,7 @@ void scenario_idle(struct bench *b, struct scenario *sc)
 	snprintf(sc->setup, sizeof(sc->setup),
 		 "one victim of %zu MiB, not pinned, nothing else running", b->bytes / MIB);
 	sc->available = true;
-	run_single(b, sc, &su, false);
+	run_single(b, sc, &su);
 }
 
 void scenario_starved(struct bench *b, struct scenario *sc)
@@ -211,7 +220,7 @@ void scenario_starved(struct bench *b, struct scenario *sc)
 	CPU_SET(RELEASE_CPU, &release);
 	if (sched_setaffinity(0, sizeof(release), &release))
 		err(EXIT_FATAL, "sched_setaffinity");
-	run_single(b, sc, &su, false);
+	run_single(b, sc, &su);
 	if (sched_setaffinity(0, sizeof(saved), &saved))
 		err(EXIT_FATAL, "sched_setaffinity");
 }
@@ -228,65 +237,55 @@ void scenario_stuck(struct bench *b, struct scenario *sc)
 		 "the task shows state D) as a stand-in for uninterruptible sleep",
 		 b->bytes / MIB, su.freezer->path);
 	sc->available = true;
-	run_single(b, sc, &su, true);
+	run_single(b, sc, &su);
 	cg_remove(su.freezer);
 }
 
 /* ---- sweep: one stuck victim of growing size ---- */
 
-const long sweep_mib[] = { 64, 256, 1024, 2048, 0 };
-const long sweep_mib_quick[] = { 16, 64, 0 };
+static const long sweep_mib[] = { 64, 256, 1024, 2048, 0 };
+static const long sweep_mib_quick[] = { 16, 64, 0 };
 
-static const long *sweep_list(const struct bench *b)
+const long *sweep_sizes(const struct bench *b)
 {
 	return b->opt.quick ? sweep_mib_quick : sweep_mib;
 }
 
-size_t sweep_nsizes(const struct bench *b)
-{
-	size_t n = 0;
-
-	while (sweep_list(b)[n])
-		n++;
-	return n;
-}
-
-/* mrelease --kill on one frozen victim, and munmap of the same size in
- * one process, at each size: how the release scales, in ms per GiB. */
+/* The floor and mrelease --kill on one frozen victim at each size: how
+ * the release scales, in ms per GiB. */
 void scenario_sweep(struct bench *b, struct scenario *sc)
 {
-	const long *sizes = sweep_list(b);
-	size_t ns = sweep_nsizes(b);
+	const long *sizes = sweep_sizes(b);
 	struct method m[2 * 8];
 	struct single su = { 0 };
 	char id[32], label[48];
-	int runs = (int)b->opt.runs;
+	int runs = (int)b->opt.runs, n = 0;
 
 	if (!cg_available(b, sc, true, false))
 		return;
 	su.freezer = cg_create(b->v1_freezer, CG_FREEZER);
-	snprintf(sc->setup, sizeof(sc->setup),
-		 "one victim frozen by the cgroup-v1 freezer (%s), of %ld MiB up to %ld MiB",
-		 su.freezer->path, sizes[0], sizes[ns - 1]);
 	sc->available = true;
-	for (size_t i = 0; i < ns; i++) {
+	for (size_t i = 0; sizes[i]; i++) {
+		snprintf(id, sizeof(id), "floor_%ld", sizes[i]);
+		snprintf(label, sizeof(label), "mr-floor, %ld MiB", sizes[i]);
+		m[n] = (struct method){
+			series_add(sc, id, label, runs, "mr-floor PID (%ld MiB)", sizes[i]),
+			HOW_FLOOR, NULL, runs };
+		m[n++].s->x = sizes[i];
 		snprintf(id, sizeof(id), "mrelease_%ld", sizes[i]);
 		snprintf(label, sizeof(label), "mrelease --kill, %ld MiB", sizes[i]);
-		m[2 * i] = (struct method){
+		m[n] = (struct method){
 			series_add(sc, id, label, runs, "mrelease --json --kill PID (%ld MiB)",
 				   sizes[i]),
 			HOW_MRELEASE, NULL, runs };
-		snprintf(id, sizeof(id), "limit_%ld", sizes[i]);
-		snprintf(label, sizeof(label), "munmap (limit), %ld MiB", sizes[i]);
-		m[2 * i + 1] = (struct method){
-			series_add(sc, id, label, runs, "munmap() of %ld MiB in one process",
-				   sizes[i]),
-			HOW_LIMIT, NULL, runs };
-		m[2 * i].s->x = m[2 * i + 1].s->x = sizes[i];
+		m[n++].s->x = sizes[i];
 	}
+	snprintf(sc->setup, sizeof(sc->setup),
+		 "one victim frozen by the cgroup-v1 freezer (%s), of %ld MiB up to %ld MiB",
+		 su.freezer->path, sizes[0], m[n - 1].s->x);
 	meter_open(b, &su.meter);
 	for (int run = 0; run < runs; run++)
-		for (size_t i = 0; i < 2 * ns; i++) {
+		for (int i = 0; i < n; i++) {
 			su.bytes = (size_t)m[i].s->x * MIB;
 			time_method(b, sc, &su, &m[i], run);
 		}
@@ -299,7 +298,7 @@ void scenario_sweep(struct bench *b, struct scenario *sc)
 /* mrelease --kill --grace=G on a victim free to run that ignores SIGTERM:
  * it must wait out G, then kill and release; the memory should be back
  * no later than G plus the release time of plain mrelease --kill on the
- * same kind of victim, timed beside it. */
+ * same kind of victim, timed beside it, with the floor. */
 void scenario_grace(struct bench *b, struct scenario *sc)
 {
 	static char grace[32];
@@ -307,7 +306,7 @@ void scenario_grace(struct bench *b, struct scenario *sc)
 	unsigned int g = b->opt.grace_ms;
 	struct single su = { .ignore_term = true, .bytes = b->bytes };
 	int runs = (int)b->opt.runs;
-	struct method m[2];
+	struct method m[3];
 
 	if (!cg_available(b, sc, false, false))
 		return;
@@ -317,13 +316,14 @@ void scenario_grace(struct bench *b, struct scenario *sc)
 		 "one victim of %zu MiB that ignores SIGTERM, not pinned, free to run",
 		 b->bytes / MIB);
 	sc->available = true;
-	m[0] = (struct method){
-		series_add(sc, "grace", label, runs, "mrelease --json --kill %s PID", grace),
-		HOW_MRELEASE, grace, runs };
+	m[0] = floor_method(sc, runs);
 	m[1] = (struct method){
 		series_add(sc, "mrelease", "mrelease --kill", runs, "mrelease --json --kill PID"),
 		HOW_MRELEASE, NULL, runs };
+	m[2] = (struct method){
+		series_add(sc, "grace", label, runs, "mrelease --json --kill %s PID", grace),
+		HOW_MRELEASE, grace, runs };
 	meter_open(b, &su.meter);
-	run_methods(b, sc, &su, m, 2);
+	run_methods(b, sc, &su, m, 3);
 	meter_close(&su.meter);
 }

@@ -1,8 +1,9 @@
 /* startup.c: what mrelease costs by itself, with nothing released:
- * startup (a whole --dry-run process against a bare fork+exec of
+ * startup (a whole --dry-run --kill process against a bare fork+exec of
  * /bin/true), protect (what its self-protection at start costs, by
- * strace) and overhead (--dry-run with each --measure mode on an S MiB
- * victim). */
+ * strace) and overhead (--dry-run --kill with each --measure mode on an
+ * S MiB victim).  --kill, since without it a victim that is not exiting
+ * is a failure, and a dry run of --kill reads what a real one would. */
 #define _GNU_SOURCE
 #include <err.h>
 #include <errno.h>
@@ -27,8 +28,9 @@ static struct kid *tiny_victim(char *pid, size_t len)
 	return v;
 }
 
-/* mrelease --dry-run on a 1 MiB victim, fork to exit, against fork+exec
- * of /bin/true: what a whole mrelease process costs beyond any process. */
+/* mrelease --dry-run --kill on a 1 MiB victim, fork to exit, against
+ * fork+exec of /bin/true: what a whole mrelease process costs beyond any
+ * process. */
 void scenario_startup(struct bench *b, struct scenario *sc)
 {
 	int runs = (int)b->opt.overhead_runs;
@@ -44,13 +46,13 @@ void scenario_startup(struct bench *b, struct scenario *sc)
 		 "one victim of %lu KiB, free to run; both timed from before fork() until the "
 		 "child's pidfd polls readable", TINY_VICTIM >> 10);
 	sc->available = true;
-	dry = series_add(sc, "dry_run", "mrelease --dry-run, 1 MiB victim", runs,
-			 "mrelease --dry-run PID, stdout to /dev/null");
+	dry = series_add(sc, "dry_run", "mrelease --dry-run --kill, 1 MiB", runs,
+			 "mrelease --dry-run --kill PID, stdout to /dev/null");
 	tru = series_add(sc, "true", "/bin/true", runs, "/bin/true");
 	v = tiny_victim(pid, sizeof(pid));
 	/* Interleaved, so that drift hits both alike. */
 	for (int run = 0; run < runs; run++) {
-		const char *argv[] = { b->opt.mrelease, "--dry-run", pid, NULL };
+		const char *argv[] = { b->opt.mrelease, "--dry-run", "--kill", pid, NULL };
 		const char *targv[] = { "/bin/true", NULL };
 
 		time_process(b, sc, run, dry, argv);
@@ -116,8 +118,8 @@ static int parse_strace(char *log, int64_t *mlock_us, int64_t *write_us, char *r
 	return 0;
 }
 
-/* strace -T times each call in the kernel; mrelease --dry-run is traced
- * for only the calls wanted, so the rest of the run is not slowed. */
+/* strace -T times each call in the kernel; mrelease --dry-run --kill is
+ * traced for only the calls wanted, so the rest of the run is not slowed. */
 void scenario_protect(struct bench *b, struct scenario *sc)
 {
 	const char *probe[] = { "strace", "-V", NULL };
@@ -133,7 +135,7 @@ void scenario_protect(struct bench *b, struct scenario *sc)
 		return;
 	}
 	snprintf(sc->setup, sizeof(sc->setup),
-		 "strace -T -e trace=mlockall,openat,write mrelease --dry-run PID, on a victim of "
+		 "strace -T -e trace=mlockall,openat,write mrelease --dry-run --kill PID, on a victim of "
 		 "%lu KiB; the time strace gives each call", TINY_VICTIM >> 10);
 	sc->available = true;
 	ml = series_add(sc, "mlockall", "mlockall(MCL_CURRENT|FUTURE|ONFAULT)", runs,
@@ -145,7 +147,7 @@ void scenario_protect(struct bench *b, struct scenario *sc)
 	for (int run = 0; run < runs; run++) {
 		char log[] = "/tmp/mr-bench-strace.XXXXXX", text[65536];
 		const char *argv[] = { "strace", "-o", log, "-T", "-e", "trace=mlockall,openat,write",
-				       "--", b->opt.mrelease, "--dry-run", pid, NULL };
+				       "--", b->opt.mrelease, "--dry-run", "--kill", pid, NULL };
 		int64_t mus, wus;
 		int fd = mkstemp(log);
 
@@ -181,20 +183,22 @@ void scenario_overhead(struct bench *b, struct scenario *sc)
 	struct kid *v;
 
 	snprintf(sc->setup, sizeof(sc->setup),
-		 "one victim of %zu MiB, free to run; mrelease --dry-run reads its figures and "
-		 "releases nothing", b->bytes / MIB);
+		 "one victim of %zu MiB, free to run; mrelease --dry-run --kill reads its figures "
+		 "and sends and releases nothing", b->bytes / MIB);
 	sc->available = true;
 	for (size_t m = 0; m < ARRAY_LEN(measure_modes); m++) {
 		snprintf(opt[m], sizeof(opt[m]), "--measure=%s", measure_modes[m]);
 		snprintf(id, sizeof(id), "measure_%s", measure_modes[m]);
-		rows[m] = series_add(sc, id, opt[m], runs, "mrelease --dry-run %s PID", opt[m]);
+		rows[m] = series_add(sc, id, opt[m], runs, "mrelease --dry-run --kill %s PID",
+				     opt[m]);
 	}
 	v = start_victim(&s);
 	snprintf(pid, sizeof(pid), "%d", v->pid);
 	/* Interleaved, so that drift hits every mode alike. */
 	for (int run = 0; run < runs; run++)
 		for (size_t m = 0; m < ARRAY_LEN(measure_modes); m++) {
-			const char *argv[] = { b->opt.mrelease, "--dry-run", opt[m], pid, NULL };
+			const char *argv[] = { b->opt.mrelease, "--dry-run", "--kill", opt[m], pid,
+					       NULL };
 
 			time_process(b, sc, run, rows[m], argv);
 		}

@@ -1,6 +1,6 @@
-/* tools.c: running other programs -- mrelease, pkill, strace, /bin/true --
- * and reading what they say: mrelease's --json with jansson, and which
- * pkill offers -m (--mrelease). */
+/* tools.c: running other programs -- mrelease, mr-floor, pkill, strace,
+ * /bin/true -- and reading what they say: mrelease's --json with jansson,
+ * and which pkill offers -m (--mrelease). */
 #define _GNU_SOURCE
 #include <err.h>
 #include <errno.h>

@@ -1,6 +1,7 @@
-/* fuzz_cgroup.c: libFuzzer target for the cgroup path resolver. The input
- * is a mountinfo text, a NUL, and a path to resolve against those mounts.
- * Resolving only looks at the file system (stat, realpath, access). */
+/* fuzz_cgroup.c: libFuzzer target for the cgroup path resolver, pasted
+ * /proc/PID/cgroup lines included. The input is a mountinfo text, a NUL,
+ * and a path to resolve against those mounts. Resolving only looks at the
+ * file system (stat, realpath, access). */
 #define _GNU_SOURCE
 #include <stdbool.h>
 #include <stdio.h>
@@ -17,7 +18,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	size_t mlen = nul ? (size_t)(nul - data) : size;
 	struct mr_cgmounts ms;
 	struct mr_cgroup cg;
-	char *path, tried[4096];
+	char *path, tried[4096], other[4096];
 	FILE *f;
 
 	f = fmemopen((void *)data, mlen ? mlen : 1, "r");
@@ -29,7 +30,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	}
 	fclose(f);
 	path = strndup(nul ? (const char *)nul + 1 : "", nul ? size - mlen - 1 : 0);
-	if (path && mr_cgroup_resolve(&ms, path, &cg, tried, sizeof(tried)) == 0) {
+	if (path && mr_cgroup_resolve(&ms, path, &cg, tried, sizeof(tried), other, sizeof(other)) == 0) {
 		bool mount = false;
 
 		/* What resolves is an absolute path without "..", and it is a

@@ -28,7 +28,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 		abort();
 	f = fmemopen(s, size ? size : 1, "r");
 	if (f) {
-		if (mr_pidlist_read(&l, f, bad, sizeof(bad)) == 0)
+		if (mr_pidlist_read(&l, f, true, bad, sizeof(bad)) == 0)
 			for (size_t i = 0; i < l.len; i++)
 				if (l.v[i].pid < 1 || l.v[i].pid > MR_PID_MAX)
 					abort();
