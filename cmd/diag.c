@@ -9,7 +9,8 @@
 
 #include "cli.h"
 
-/* A sentence, and when it is said: always, or only with --verbose. */
+/* A sentence, and when it is said: always, or only with --verbose (a
+ * target's reason is always said). */
 struct text {
 	bool always;
 	const char *fmt;
@@ -50,37 +51,35 @@ static const struct text note_texts[] = {
 	[MR_N_NOT_DYING] = { false, "%n not dying; left alone", NULL },
 	[MR_N_INTERRUPTED] = { true, "interrupted with %n target%s unfinished; sent nothing "
 			       "more; reporting what was done",
-			       "interrupted; sent nothing more; reporting what was done" },
+			       "interrupted; reporting what was done" },
 };
 
-static const char *const reason_texts[] = {
-	[MR_R_NONE] = NULL,
-	[MR_R_NO_PROCESS] = "no such process",
-	[MR_R_INIT] = "refusing to %a the init process",
-	[MR_R_SELF] = "refusing to %a mrelease itself",
-	[MR_R_ANCESTOR] = "refusing to %a %c, an ancestor of mrelease",
-	[MR_R_KTHREAD] = "a kernel thread; it has no memory of its own to release",
-	[MR_R_THREAD] = "a thread of process %T, not a process",
-	[MR_R_INODE] = "not the process with pidfs inode %i; the pid was reused",
-	[MR_R_NO_PIDFS] = "pidfds have no inode of their own before Linux 6.9; cannot check "
-			  "PID:INODE",
-	[MR_R_NO_PIDFD] = "no pidfd_open here (Linux before 5.3, or a seccomp filter); "
-			  "mrelease acts only through pidfds",
-	[MR_R_OPEN] = "cannot open a pidfd: %e",
-	[MR_R_FIRST] = "cannot send it %S: %e",
-	[MR_R_KILL] = "cannot kill it: %e",
-	[MR_R_RELEASE] = "cannot release it: %e",
-	[MR_R_NOT_EXITING] = "not exiting; use --kill",
-	[MR_R_SHARED_MM] = "killed, but not released: its address space is shared with a live "
-			   "process (vfork or CLONE_VM)",
-	[MR_R_NOSYS] = "no process_mrelease here, and it did not exit within the wait",
-	[MR_R_STUCK] = "its release did not return in %b s (a task holding its memory map's "
-		       "lock stuck in the kernel?); left behind",
-	[MR_R_NO_WORKER] = "not released: every worker thread is stuck in another release",
-	[MR_R_MEMBERSHIP] = "cannot tell whether it is still in its cgroup: %e; not signalled",
-	[MR_R_LEFT] = "left its cgroup before the kill",
-	[MR_R_GONE] = "gone before it was opened",
-	[MR_R_NOT_DYING] = "not dying",
+static const struct text reason_texts[] = {
+	[MR_R_NONE] = { true, NULL, NULL },
+	[MR_R_NO_PROCESS] = { true, "no such process", NULL },
+	[MR_R_INIT] = { true, "refusing to %a the init process", NULL },
+	[MR_R_SELF] = { true, "refusing to %a mrelease itself", NULL },
+	[MR_R_ANCESTOR] = { true, "refusing to %a %c, an ancestor of mrelease", NULL },
+	[MR_R_KTHREAD] = { true, "a kernel thread; it has no memory of its own to release", NULL },
+	[MR_R_THREAD] = { true, "a thread of process %T, not a process", NULL },
+	[MR_R_INODE] = { true, "not the process with pidfs inode %i; the pid was reused", NULL },
+	[MR_R_NO_PIDFS] = { true, "no pidfs before Linux 6.9: cannot check PID:INODE", NULL },
+	[MR_R_NO_PIDFD] = { true, "no pidfd_open (Linux 5.3), or a seccomp filter: nothing to act with", NULL },
+	[MR_R_OPEN] = { true, "cannot open a pidfd: %e", NULL },
+	[MR_R_FIRST] = { true, "cannot send it %S: %e", NULL },
+	[MR_R_KILL] = { true, "cannot kill it: %e", NULL },
+	[MR_R_RELEASE] = { true, "cannot release it: %e", NULL },
+	[MR_R_NOT_EXITING] = { true, "not exiting; use --kill", NULL },
+	[MR_R_SHARED_MM] = { true, "killed, but not released: its address space is shared with a live "
+			   "process (vfork or CLONE_VM)", NULL },
+	[MR_R_NOSYS] = { true, "no process_mrelease here, and it did not exit within the wait", NULL },
+	[MR_R_STUCK] = { true, "its release did not return in %b s (a task holding its memory map's "
+		       "lock stuck in the kernel?); left behind", NULL },
+	[MR_R_NO_WORKER] = { true, "not released: every worker thread is stuck in another release", NULL },
+	[MR_R_MEMBERSHIP] = { true, "cannot tell whether it is still in its cgroup: %e; not signalled", NULL },
+	[MR_R_LEFT] = { true, "left its cgroup before the kill", NULL },
+	[MR_R_GONE] = { true, "gone before it was opened", NULL },
+	[MR_R_NOT_DYING] = { true, "not dying", NULL },
 };
 
 static const char *const figure_texts[] = {
@@ -105,8 +104,6 @@ static const struct {
 				"whose ancestry it cannot check",
 				"run mrelease in the pid namespace that sees them all, e.g. on the "
 				"host" },
-	[MR_REFUSE_HIDDEN] = { "cgroup %g holds pid %p, which mrelease cannot see in /proc",
-			       "run mrelease where /proc shows every process (no hidepid)" },
 };
 
 /* What a template is filled in from. */
@@ -198,9 +195,9 @@ const char *mr_reason_text(const struct mr_run *run, const struct mr_target *t, 
 
 	if (t->state == MR_INTERRUPTED)
 		return "interrupted";
-	if (!reason_texts[t->reason])
+	if (!reason_texts[t->reason].fmt)
 		return NULL;
-	return expand(reason_texts[t->reason], &f, buf, len);
+	return expand(reason_texts[t->reason].fmt, &f, buf, len);
 }
 
 /* Why a target's figures are null, or NULL. */

@@ -85,7 +85,7 @@ static const char doc[] =
 static void parse_pid_arg(struct argp_state *state, struct mr_options *o, const char *arg)
 {
 	const char *p = arg + strspn(arg, " \t\n");
-	struct mr_pidspec spec;
+	struct mr_pidspec spec = { 0 };
 	char word[64];
 	int r;
 

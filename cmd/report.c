@@ -518,7 +518,9 @@ void mr_report_text(FILE *out, const struct mr_run *run)
 		human_kib(buf, sizeof(buf), s.count[S_FREED]);
 		fprintf(out, "Freed: %s %s\n", buf, basis_texts[s.basis]);
 	}
-	if (run->sent && s.count[S_MEM_AVAILABLE_DELTA] != MR_UNKNOWN) {
+	/* Only when something was killed or came back. */
+	if (s.count[S_MEM_AVAILABLE_DELTA] != MR_UNKNOWN &&
+	    (s.count[S_RELEASED] || s.count[S_EXITED] || run->kill_us != MR_UNKNOWN)) {
 		human_kib(buf, sizeof(buf), s.count[S_MEM_AVAILABLE_DELTA]);
 		fprintf(out, "MemAvailable change: %s%s\n",
 			s.count[S_MEM_AVAILABLE_DELTA] > 0 ? "+" : "", buf);

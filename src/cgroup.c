@@ -221,10 +221,10 @@ static int under(const struct mr_cgmount *m, const char *rel, char *out, size_t 
 
 	if (!m)
 		return -ENOENT;
-	rootlen = strcmp(m->root, "/") ? strlen(m->root) : 0;
+	rootlen = strcmp(m->root, "/") != 0 ? strlen(m->root) : 0;
 	/* A mount of part of the hierarchy (a container's) shows m->root. */
 	if (rootlen && rel[0] == '/') {
-		if (strncmp(rel, m->root, rootlen) || (rel[rootlen] && rel[rootlen] != '/'))
+		if (strncmp(rel, m->root, rootlen) != 0 || (rel[rootlen] && rel[rootlen] != '/'))
 			return -ENOENT;
 		rel += rootlen;
 	}
@@ -291,8 +291,12 @@ static int cgroup_dir(const struct mr_cgmounts *ms, const char *path, char *real
 static int take(const struct mr_cgmounts *ms, const struct mr_cgmount *m, const char *real,
 		struct mr_cgroup *cg)
 {
-	const char *root = strcmp(m->root, "/") ? m->root : "", *tail = real + strlen(m->path);
+	const char *root, *tail;
 
+	if (!m)
+		return -EXDEV;
+	root = strcmp(m->root, "/") != 0 ? m->root : "";
+	tail = real + strlen(m->path);
 	cg->v2 = m->v2;
 	cg->root = strcmp(real, m->path) == 0;
 	cg->path = strdup(real);
@@ -326,7 +330,7 @@ static void suggest(const struct mr_cgmounts *ms, const char *arg, char *out, si
 		if (!m || (i && m == v2) || !(slash = strrchr(m->path, '/')) || slash == m->path)
 			continue;
 		base = (size_t)(slash - m->path);
-		if (strncmp(arg, m->path, base) || arg[base] != '/' ||
+		if (strncmp(arg, m->path, base) != 0 || arg[base] != '/' ||
 		    snprintf(cand, sizeof(cand), "%s%s", m->path, arg + base) >= (int)sizeof(cand))
 			continue;
 		if (cgroup_dir(ms, cand, real, &m) == 0)
@@ -351,8 +355,8 @@ static void suggest(const struct mr_cgmounts *ms, const char *arg, char *out, si
 int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_cgroup *cg,
 		      char *tried, size_t triedlen, char *other, size_t otherlen)
 {
-	const struct mr_cgmount *m, *here;
-	char path[PATH_MAX], real[PATH_MAX], cwd[PATH_MAX];
+	const struct mr_cgmount *m = NULL, *here = mr_cgmounts_v2(ms);
+	char path[PATH_MAX], real[PATH_MAX] = "", cwd[PATH_MAX];
 	bool dotted = arg[0] == '.' && (arg[1] == '/' || !arg[1] ||
 					(arg[1] == '.' && (arg[2] == '/' || !arg[2])));
 	int r, rcwd;
@@ -376,21 +380,21 @@ int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_c
 	}
 	rcwd = r;
 	/* Under the cgroup2 mount, as /proc/PID/cgroup and systemd name it. */
-	if (!(here = mr_cgmounts_v2(ms)) || (r = under(here, arg, path, sizeof(path))))
+	if (under(here, arg, path, sizeof(path)) != 0)
 		return -ENOENT;
 	if ((r = cgroup_dir(ms, path, real, &m)) == 0) {
 		snprintf(tried, triedlen, "%s", real);
 		/* A bare name may also mean one below the working directory. */
-		if (arg[0] != '/' && rcwd == 0 && realpath(arg, path) && strcmp(path, real)) {
+		if (arg[0] != '/' && rcwd == 0 && realpath(arg, path) && strcmp(path, real) != 0) {
 			snprintf(tried, triedlen, "%s", path);
 			snprintf(other, otherlen, "%s", real);
 			return -ENOTUNIQ;
 		}
 		return take(ms, m, real, cg);
 	}
-	if (arg[0] != '/' && rcwd == 0 && realpath(arg, real)) {
+	if (arg[0] != '/' && rcwd == 0 && realpath(arg, real) && (m = mount_of(ms, real))) {
 		snprintf(tried, triedlen, "%s", real);
-		return take(ms, mount_of(ms, real), real, cg);
+		return take(ms, m, real, cg);
 	}
 	snprintf(tried, triedlen, "%s", path);
 	if (arg[0] == '/' && access(arg, F_OK) == 0) {
@@ -602,7 +606,7 @@ static int down(struct walk *w, const char *name)
 		}
 		w->path = p;
 	}
-	strcat(strcat(w->path, "/"), name);
+	snprintf(w->path + strlen(w->path), w->pathcap - strlen(w->path), "/%s", name);
 	close(w->fd);
 	w->fd = sub;
 	return 0;
@@ -682,7 +686,7 @@ static int match_unit(int dirfd, const char *path, void *arg)
 	char **v;
 
 	(void)dirfd;
-	if (!base || strcmp(base + 1, u->name))
+	if (!base || strcmp(base + 1, u->name) != 0)
 		return 0;
 	if (!(v = reallocarray(u->paths, u->n + 1, sizeof(*v))))
 		return -ENOMEM;

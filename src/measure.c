@@ -137,10 +137,8 @@ void mr_parse_mem(const char *buf, enum mr_measure_mode mode, struct mr_mem *mem
 static bool kill_pending(const char *buf, const char *key)
 {
 	const char *p = strstr(buf, key);
-	unsigned long long mask;
 
-	return p && sscanf(p + strlen(key), "%llx", &mask) == 1 &&
-	       (mask & (1ULL << (SIGKILL - 1)));
+	return p && (strtoull(p + strlen(key), NULL, 16) & (1ULL << (SIGKILL - 1)));
 }
 
 /* Whether a process is dying, as far as /proc tells, for a dry run to

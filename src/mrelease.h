@@ -216,7 +216,6 @@ enum mr_refusal {
 	MR_REFUSE_SELF,     /* mrelease itself */
 	MR_REFUSE_ANCESTOR, /* a process mrelease runs under (pid 1 included) */
 	MR_REFUSE_OUTSIDE,  /* a member outside our pid namespace (listed as 0) */
-	MR_REFUSE_HIDDEN,   /* a member whose /proc entry cannot be read */
 };
 
 struct mr_refused {
@@ -312,7 +311,7 @@ void mr_mem_unknown(struct mr_mem *mem);
 /* protect.c */
 void mr_protect_self(void);
 int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n);
-void mr_fd_room(size_t want);
+size_t mr_fd_room(const char *proc, size_t want, size_t reserve);
 
 /* target.c */
 void mr_target_init(struct mr_target *t, pid_t pid, int cgroup);
@@ -326,7 +325,7 @@ const struct mr_ancestor *mr_ancestor_of(const struct mr_run *run, pid_t pid);
 /* release.c */
 int mr_pidfd_signal(int pidfd, int sig);
 int mr_release(int pidfd, unsigned int *retries);
-int mr_wait_exit(int *pidfds, size_t n, int64_t deadline_us, const sigset_t *mask, bool *gone);
+int mr_wait_exit(const int *pidfds, size_t n, int64_t deadline_us, const sigset_t *mask, bool *gone);
 int64_t mr_now_us(void);
 
 /* cgroup.c */

@@ -16,9 +16,11 @@
  * Its descriptors: each target holds a pidfd through the run.
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
@@ -82,25 +84,47 @@ int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n)
 	return 0;
 }
 
-/* Room for want descriptors at once: each target holds a pidfd through the
- * run, and a deep cgroup tree is walked with a few more. The soft limit is
- * raised to the hard one (no code here uses select), and the hard one too
- * where that is permitted (CAP_SYS_RESOURCE). What still does not fit
- * fails to open, with EMFILE, and is reported. */
-void mr_fd_room(size_t want)
+static size_t open_fds(const char *proc)
 {
+	char path[PATH_MAX];
+	size_t n = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/self/fd", proc);
+	if (!(d = opendir(path)))
+		return 3;
+	while (readdir(d))
+		n++;
+	closedir(d);
+	/* ".", ".." and the directory's own descriptor. */
+	return n > 3 ? n - 3 : 0;
+}
+
+/* How many pidfds the run may hold at once (room for want is made if it
+ * can be), with reserve descriptors kept for its own work (listings, the write to cgroup.kill,
+ * /proc files, the jobs' duplicates), which must never be short: the kill
+ * comes before the report. The soft limit is raised to the hard one (no
+ * code here uses select), and the hard one too where that is permitted
+ * (CAP_SYS_RESOURCE). */
+size_t mr_fd_room(const char *proc, size_t want, size_t reserve)
+{
+	size_t used = open_fds(proc), need = want + reserve + used;
 	struct rlimit rl;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl))
-		return;
-	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < want) {
-		struct rlimit more = { want, want };
+		return want;
+	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
+		struct rlimit more = { need, need };
 
 		if (setrlimit(RLIMIT_NOFILE, &more) == 0)
-			return;
+			rl = more;
 	}
 	if (rl.rlim_cur != rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
-		setrlimit(RLIMIT_NOFILE, &rl);
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			getrlimit(RLIMIT_NOFILE, &rl);
 	}
+	if (rl.rlim_cur == RLIM_INFINITY)
+		return SIZE_MAX;
+	return rl.rlim_cur > used + reserve ? rl.rlim_cur - used - reserve : 0;
 }

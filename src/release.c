@@ -57,7 +57,7 @@ int mr_release(int pidfd, unsigned int *retries)
  * the signal mask is mask, and a signal caught then ends the wait with
  * -EINTR. Polled at least once, so that a deadline already past still sees
  * the exits that have happened. */
-int mr_wait_exit(int *pidfds, size_t n, int64_t deadline_us, const sigset_t *mask, bool *gone)
+int mr_wait_exit(const int *pidfds, size_t n, int64_t deadline_us, const sigset_t *mask, bool *gone)
 {
 	struct pollfd *fds = calloc(n ? n : 1, sizeof(*fds));
 	size_t left = n;

@@ -16,9 +16,9 @@
  *   still a member, SIGKILL it, and list again, until a listing finds no
  *   member that has not been killed, as systemd does (kill_until_empty).
  * - A cgroup that holds mrelease, one of its ancestors, or a process it
- *   cannot see is not killed at all: checked at the first listing, and
- *   again just before the write and before each listing's kills
- *   (check_listing).
+ *   cannot see (outside its pid namespace, listed as 0) is not killed at
+ *   all: checked at the first listing, and again just before the write and
+ *   before each listing's kills (check_listing).
  * - A signal that interrupts the run stops it: no further signal is sent
  *   (stopped, before each one).
  */
@@ -33,9 +33,12 @@
 
 #include "mrelease.h"
 
-/* Descriptors kept aside, beyond the pidfds: the jobs' duplicates, cgroup
- * walks, /proc files, meminfo. */
-#define FD_RESERVE 64
+/* Descriptors kept aside from the pidfds, for the main thread (at most
+ * three at once: a cgroup walk's directory and its listing, or the write to
+ * cgroup.kill, or a /proc file), and per thread for its file and its jobs'
+ * duplicates. */
+#define FD_RESERVE 4
+#define FD_PER_THREAD (JOBS_PER_THREAD + 1)
 /* A release that has not returned this long is left behind (the bound is
  * --wait's time, and at least this much, even with --wait 0). */
 #define BOUND_MIN_MS 1000
@@ -61,6 +64,8 @@ struct act {
 	sigset_t held;        /* the signals that interrupt a run */
 	int64_t read_left_us; /* what is left of MR_READ_BOUND_MS */
 	int64_t act_start;
+	size_t cap;           /* of run->targets */
+	size_t room;          /* pidfds that may still be opened */
 	unsigned int retries;
 	size_t stuck;
 	bool nosys;
@@ -207,16 +212,16 @@ static struct job *job_new(struct act *a, enum job_kind kind, size_t i)
 	return j;
 }
 
-/* What a reading of the figures came to. */
-static void take_reading(struct mr_run *run, struct mr_target *t, int r, struct mr_mem *mem)
+/* A reading of the figures that failed with errnum. The first error told
+ * stays (a /proc/PID/stat that could not be read says more than the status
+ * after). */
+static void unread(struct mr_run *run, struct mr_target *t, int errnum)
 {
-	if (r == 0) {
-		t->before = *mem;
+	if (t->figures != MR_FIG_READ)
 		return;
-	}
 	t->figures = MR_FIG_ERRNO;
 	t->fig_file = run->cfg.measure == MR_MEASURE_SMAPS ? "smaps_rollup" : "status";
-	t->fig_errnum = -r;
+	t->fig_errnum = errnum;
 }
 
 /* Whether a target killed by cgroup.kill was in the cgroup at the write:
@@ -260,7 +265,10 @@ static void apply(struct act *a, struct job *j)
 
 	a->retries += j->retries;
 	if (j->kind == JOB_READ) {
-		take_reading(run, t, j->read_r, &j->before);
+		if (j->read_r == 0)
+			t->before = j->before;
+		else
+			unread(run, t, -j->read_r);
 		if (j->read_r == -ESRCH)
 			mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
 		return;
@@ -321,7 +329,6 @@ static int run_jobs(struct act *a, enum job_kind kind, const size_t *items, size
 	size_t window = run->threads ? (size_t)run->threads * JOBS_PER_THREAD : 1;
 	struct job **out = calloc(window, sizeof(*out));
 	size_t next = 0, busy = 0;
-	int r = 0;
 
 	if (!out)
 		return fatal(run, -ENOMEM, "job list");
@@ -329,13 +336,13 @@ static int run_jobs(struct act *a, enum job_kind kind, const size_t *items, size
 		int64_t wake, now = mr_now_us();
 		struct mr_job *done;
 		bool all, no_thread;
-		int step;
+		int step, r;
 
 		while (next < n && busy < window) {
 			struct job *j = job_new(a, kind, items[next]);
 
 			if (!j && kind == JOB_READ)
-				take_reading(run, &run->targets[items[next]], -errno, NULL);
+				unread(run, &run->targets[items[next]], errno);
 			else if (!j)
 				mr_target_end(&run->targets[items[next]], MR_FAILED, MR_R_RELEASE, errno);
 			next++;
@@ -535,39 +542,41 @@ static int gather(struct act *a, const struct mr_pidlist *named, struct pick **o
 	return 0;
 }
 
-static int add_target(struct mr_run *run, const struct mr_target *t, size_t *cap)
+/* Append t to the run's targets: the new one, or NULL without memory. */
+static struct mr_target *add_target(struct act *a, const struct mr_target *t)
 {
-	if (run->ntargets == *cap) {
-		size_t c = *cap ? 2 * *cap : 64;
+	struct mr_run *run = a->run;
+
+	if (run->ntargets == a->cap || !run->targets) {
+		size_t c = a->cap ? 2 * a->cap : 64;
 		struct mr_target *v = reallocarray(run->targets, c, sizeof(*v));
 
 		if (!v)
-			return -ENOMEM;
+			return NULL;
 		run->targets = v;
-		*cap = c;
+		a->cap = c;
 	}
-	run->targets[run->ntargets++] = *t;
-	return 0;
+	run->targets[run->ntargets] = *t;
+	return &run->targets[run->ntargets++];
 }
 
-/* Open a pick into a target. A named pid with no process is kept only as a
- * number (a list of a million of them stays small). A cgroup member that
- * cannot be seen in /proc forbids killing its cgroup. */
-static int open_pick(struct act *a, const struct pick *p, size_t *cap)
+/* Open a pick into a target, in *out. A named pid with no process is kept
+ * only as a number (a list of a million of them stays small): then *out is
+ * NULL. */
+static int open_pick(struct act *a, const struct pick *p, struct mr_target **out)
 {
 	struct mr_run *run = a->run;
 	struct mr_target t;
-	int r;
 
+	*out = NULL;
 	mr_target_init(&t, p->pid, p->cgroup);
 	t.named = p->named;
 	t.stdin = p->stdin;
-	r = mr_target_open(run, &t, p->ino);
-	if (r == 1 && !t.named && kills_cgroups(run)) {
-		mr_target_close(&t);
-		run->refused = (struct mr_refused){ MR_REFUSE_HIDDEN, p->cgroup, p->pid, "" };
-		return -EPERM;
-	}
+	if (a->room)
+		mr_target_open(run, &t, p->ino);
+	else
+		mr_target_end(&t, MR_FAILED, MR_R_OPEN, EMFILE);
+	a->room -= t.pidfd >= 0;
 	if (t.state == MR_FAILED && t.reason == MR_R_NO_PROCESS) {
 		pid_t *m = reallocarray(run->missing, run->nmissing + 1, sizeof(*m));
 
@@ -577,24 +586,26 @@ static int open_pick(struct act *a, const struct pick *p, size_t *cap)
 		m[run->nmissing++] = p->pid;
 		return 0;
 	}
-	if (add_target(run, &t, cap)) {
+	if (!(*out = add_target(a, &t))) {
 		mr_target_close(&t);
 		return fatal(run, -ENOMEM, "target list");
 	}
 	return 0;
 }
 
-static int select_targets(struct act *a, const struct mr_pidlist *named, size_t *cap)
+static int select_targets(struct act *a, const struct mr_pidlist *named)
 {
+	struct mr_run *run = a->run;
+	struct mr_target *t;
 	struct pick *v;
 	size_t n;
 	int r;
 
 	if ((r = gather(a, named, &v, &n)))
 		return r;
-	mr_fd_room(n + FD_RESERVE);
+	a->room = mr_fd_room(run->cfg.proc, n, FD_RESERVE + run->threads * FD_PER_THREAD);
 	for (size_t i = 0; !r && i < n; i++)
-		r = open_pick(a, &v[i], cap);
+		r = open_pick(a, &v[i], &t);
 	free(v);
 	return r;
 }
@@ -808,8 +819,9 @@ static ssize_t find_target(const struct pidx *v, size_t n, pid_t pid)
 
 /* Members of cgroup c in the listing l that are not targets yet, opened
  * (just before the kill, which leaves no time to read their figures). */
-static int open_newcomers(struct act *a, int c, const struct mr_pidlist *l, size_t *cap)
+static int open_newcomers(struct act *a, int c, const struct mr_pidlist *l)
 {
+	struct mr_target *t;
 	struct mr_run *run = a->run;
 	size_t had = run->ntargets;
 	struct pidx *idx = index_targets(run);
@@ -818,8 +830,10 @@ static int open_newcomers(struct act *a, int c, const struct mr_pidlist *l, size
 	for (size_t i = 0; !r && i < l->len; i++) {
 		ssize_t k = find_target(idx, had, l->v[i].pid);
 
-		if (k < 0 || ended(&run->targets[k]))
-			r = open_pick(a, &(struct pick){ .pid = l->v[i].pid, .cgroup = c }, cap);
+		/* A target that failed already is not tried again; one that
+		 * ended otherwise had its pid taken by this newcomer. */
+		if (k < 0 || (ended(&run->targets[k]) && run->targets[k].state != MR_FAILED))
+			r = open_pick(a, &(struct pick){ .pid = l->v[i].pid, .cgroup = c }, &t);
 	}
 	for (size_t j = had; j < run->ntargets; j++)
 		run->targets[j].figures = MR_FIG_LATE;
@@ -831,7 +845,7 @@ static int open_newcomers(struct act *a, int c, const struct mr_pidlist *l, size
  * subtree at that moment. Just before it, the cgroup is listed once more,
  * to refuse it if it now holds mrelease or an ancestor, and to report and
  * release what arrived since the first listing. */
-static int kill_by_file(struct act *a, int c, size_t *cap)
+static int kill_by_file(struct act *a, int c)
 {
 	struct mr_run *run = a->run;
 	struct mr_cgroup *cg = &run->cgroups[c];
@@ -841,7 +855,7 @@ static int kill_by_file(struct act *a, int c, size_t *cap)
 
 	if ((r = mr_cgroup_members(cg, true, &l, &outside)) == 0 &&
 	    !check_listing(run, c, &l, outside))
-		r = open_newcomers(a, c, &l, cap);
+		r = open_newcomers(a, c, &l);
 	else if (!r)
 		r = -EPERM;
 	mr_pidlist_free(&l);
@@ -876,18 +890,17 @@ static int kill_by_file(struct act *a, int c, size_t *cap)
  * one that failed already; else a new one, opened. NULL: none (no memory;
  * see *err). */
 static struct mr_target *member_target(struct act *a, int c, const struct pidx *idx, size_t n,
-				       pid_t pid, size_t *cap, int *err)
+				       pid_t pid, int *err)
 {
 	struct mr_run *run = a->run;
 	ssize_t k = find_target(idx, n, pid);
-	struct mr_target *t = k < 0 ? NULL : &run->targets[k];
+	struct mr_target *t = k < 0 || !run->targets ? NULL : &run->targets[k];
 
 	if (t && (t->state == MR_FAILED ||
 		  (!ended(t) && t->pidfd >= 0 && mr_target_alive(t))))
 		return t;
-	if ((*err = open_pick(a, &(struct pick){ .pid = pid, .cgroup = c }, cap)))
+	if ((*err = open_pick(a, &(struct pick){ .pid = pid, .cgroup = c }, &t)) || !t)
 		return NULL;
-	t = &run->targets[run->ntargets - 1];
 	t->figures = MR_FIG_LATE;
 	return t;
 }
@@ -895,7 +908,7 @@ static struct mr_target *member_target(struct act *a, int c, const struct pidx *
 /* One listing's kills: each member not killed yet, checked to be one still,
  * is sent SIGKILL. How many were killed now; in cg->remaining, how many
  * could not be. */
-static size_t kill_listed(struct act *a, int c, const struct mr_pidlist *l, size_t *cap, int *err)
+static size_t kill_listed(struct act *a, int c, const struct mr_pidlist *l, int *err)
 {
 	struct mr_run *run = a->run;
 	struct mr_cgroup *cg = &run->cgroups[c];
@@ -905,7 +918,7 @@ static size_t kill_listed(struct act *a, int c, const struct mr_pidlist *l, size
 	cg->remaining = 0;
 	*err = idx ? 0 : -ENOMEM;
 	for (size_t i = 0; !*err && i < l->len && !stopped(a); i++) {
-		struct mr_target *t = member_target(a, c, idx, n, l->v[i].pid, cap, err);
+		struct mr_target *t = member_target(a, c, idx, n, l->v[i].pid, err);
 
 		if (!t || t->signal == SIGKILL)
 			continue;
@@ -922,27 +935,26 @@ static size_t kill_listed(struct act *a, int c, const struct mr_pidlist *l, size
  * until a listing finds no member that has not been killed. Everything in
  * the cgroup while this runs is killed. Bounded in listings and in time: a
  * cgroup still not empty then is a failure, with the count. */
-static int kill_until_empty(struct act *a, int c, size_t *cap)
+static int kill_until_empty(struct act *a, int c)
 {
 	struct mr_run *run = a->run;
 	struct mr_cgroup *cg = &run->cgroups[c];
 	int64_t end = mr_now_us() + (int64_t)run->bound_ms * 1000;
 	size_t fresh = 1, outside;
-	int r = 0;
 
 	while (fresh && cg->rounds < ROUNDS_MAX && mr_now_us() < end && !stopped(a)) {
 		struct mr_pidlist l = { 0 };
+		int r;
 
 		cg->rounds++;
 		if ((r = mr_cgroup_members(cg, run->cfg.recursive, &l, &outside))) {
 			cg->kill_errnum = -r;
-			r = 0;
 			break;
 		}
 		if (check_listing(run, c, &l, outside))
 			r = -EPERM;
 		else
-			fresh = kill_listed(a, c, &l, cap, &r);
+			fresh = kill_listed(a, c, &l, &r);
 		mr_pidlist_free(&l);
 		if (r)
 			return r;
@@ -971,7 +983,7 @@ static int kill_until_empty(struct act *a, int c, size_t *cap)
 
 /* SIGKILL for each named target through its pidfd, then each cgroup by its
  * method. */
-static int kill_all(struct act *a, size_t *cap)
+static int kill_all(struct act *a)
 {
 	struct mr_run *run = a->run;
 	int r = 0;
@@ -981,9 +993,9 @@ static int kill_all(struct act *a, size_t *cap)
 			send(a, &run->targets[i], SIGKILL);
 	for (size_t c = 0; c < run->ncgroups && !r && !stopped(a); c++) {
 		if (run->cgroups[c].kill == MR_CGKILL_FILE)
-			r = kill_by_file(a, (int)c, cap);
+			r = kill_by_file(a, (int)c);
 		else
-			r = kill_until_empty(a, (int)c, cap);
+			r = kill_until_empty(a, (int)c);
 	}
 	return r;
 }
@@ -1005,15 +1017,21 @@ static int release(struct act *a, enum mr_state state)
 	return r;
 }
 
-/* A dry run: what the real run would do with each target, from /proc. */
+/* A dry run: what the real run would do with each target. A kill the
+ * kernel would refuse is told by signal 0 through the pidfd; whether a
+ * target is dying, by /proc (a process that cannot be read there is taken
+ * for one that is not). */
 static void predict(struct mr_run *run)
 {
 	for (size_t i = 0; i < run->ntargets; i++) {
 		struct mr_target *t = &run->targets[i];
+		int r;
 
 		if (t->state != MR_OPENED)
 			continue;
-		if (run->cfg.kill || mr_proc_dying(run->cfg.proc, t->mm_pid) != 0)
+		if (run->cfg.kill && (r = mr_pidfd_signal(t->pidfd, 0)) && r != -ESRCH)
+			mr_target_end(t, MR_FAILED, MR_R_KILL, -r);
+		else if (run->cfg.kill || mr_proc_dying(run->cfg.proc, t->mm_pid) > 0)
 			t->state = MR_PREDICTED;
 		else if (run->cfg.dying)
 			mr_target_end(t, MR_LEFT_OUT, MR_R_NOT_DYING, 0);
@@ -1038,6 +1056,8 @@ static int wait_exits(struct act *a)
 
 		if ((run->cfg.wait && t->state == MR_RELEASED) || (a->nosys && !ended(t)))
 			items[n++] = i;
+		else if (run->cfg.wait && t->state == MR_EXITED)
+			run->targets[i].exited = 1;
 	}
 	if (!r && n)
 		r = wait_targets(a, items, n, mr_now_us() + (int64_t)run->cfg.wait_ms * 1000, gone);
@@ -1045,8 +1065,8 @@ static int wait_exits(struct act *a)
 		struct mr_target *t = &run->targets[items[i]];
 
 		if (t->state == MR_RELEASED)
-			t->exited = gone[i];
-		else if (gone[i])
+			t->exited = gone[i] ? 1 : 0;
+		else if (gone[i] && !ended(t))
 			exited(run, t);
 		else if (!run->interrupted)
 			mr_target_end(t, MR_FAILED, MR_R_NOSYS, 0);
@@ -1072,7 +1092,7 @@ static unsigned int default_jobs(const struct mr_config *cfg)
 /* Threads first: under load a new thread can wait for a CPU for
  * milliseconds, and meanwhile the main thread reads the ancestors and lists
  * the cgroups. Never more threads than pids named. */
-static int start(struct act *a, const struct mr_pidlist *named)
+static int start_pool(struct act *a, const struct mr_pidlist *named)
 {
 	struct mr_run *run = a->run;
 	unsigned int jobs = run->cfg.jobs ? run->cfg.jobs : default_jobs(&run->cfg), started;
@@ -1114,7 +1134,7 @@ static void ready(struct act *a)
 }
 
 /* Kill and release. */
-static int kill_run(struct act *a, size_t *cap)
+static int kill_run(struct act *a)
 {
 	struct mr_run *run = a->run;
 	int r;
@@ -1123,7 +1143,7 @@ static int kill_run(struct act *a, size_t *cap)
 		return r;
 	if (run->cfg.grace && ((r = grace(a)) || run->interrupted))
 		return r;
-	if ((r = kill_all(a, cap)) || run->interrupted)
+	if ((r = kill_all(a)) || run->interrupted)
 		return r;
 	return release(a, MR_SIGNALLED);
 }
@@ -1134,7 +1154,7 @@ static int kill_run(struct act *a, size_t *cap)
 static void finish(struct act *a)
 {
 	struct mr_run *run = a->run;
-	size_t unfinished = 0, not_dying = 0, given_up = 0;
+	size_t unfinished = 0, undying = 0, given_up = 0;
 
 	for (size_t i = 0; i < run->ntargets; i++) {
 		struct mr_target *t = &run->targets[i];
@@ -1143,14 +1163,14 @@ static void finish(struct act *a)
 			t->state = MR_INTERRUPTED;
 			unfinished++;
 		}
-		not_dying += t->state == MR_LEFT_OUT && t->reason == MR_R_NOT_DYING;
+		undying += t->state == MR_LEFT_OUT && t->reason == MR_R_NOT_DYING;
 		given_up += t->figures == MR_FIG_GIVEN_UP && t->state != MR_LEFT_OUT;
 		mr_target_close(t);
 	}
 	if (run->interrupted)
 		note(run, MR_N_INTERRUPTED, -1, unfinished, 0);
 	if (run->cfg.dying)
-		note(run, MR_N_NOT_DYING, -1, not_dying, 0);
+		note(run, MR_N_NOT_DYING, -1, undying, 0);
 	if (given_up)
 		note(run, MR_N_GIVEN_UP, -1, given_up, 0);
 	if (a->stuck)
@@ -1185,16 +1205,15 @@ static void finish(struct act *a)
 int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 {
 	struct act a = { .run = run };
-	size_t cap = 0;
 	int r;
 
-	if ((r = start(&a, named)))
+	if ((r = start_pool(&a, named)))
 		return r;
 	if ((r = mr_ancestors(run->cfg.proc, &run->ancestors, &run->nancestors))) {
 		fatal(run, r, "cannot read the chain of mrelease's ancestors; nothing was sent");
 		goto out;
 	}
-	if ((r = select_targets(&a, named, &cap)) || !run->ntargets)
+	if ((r = select_targets(&a, named)) || !run->ntargets)
 		goto out;
 	plan_kills(run);
 	ready(&a);
@@ -1202,7 +1221,7 @@ int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 		r = read_before(&a);
 		predict(run);
 	} else if (run->cfg.kill) {
-		r = kill_run(&a, &cap);
+		r = kill_run(&a);
 	} else if (!(r = read_before(&a))) {
 		r = release(&a, MR_OPENED);
 	}

@@ -144,10 +144,10 @@ static int check_inode(struct mr_target *t, uint64_t want)
 	return -EPERM;
 }
 
-/* Open a selected target and check what it is. 0: it is MR_OPENED. 1: it
- * is MR_OPENED, but its /proc/PID/stat cannot be read (hidepid, EMFILE):
- * the pidfd is all a kill and a release need, and the kernel refuses what
- * they must not touch. -errno: it has ended, and t says why. Refused
+/* Open a selected target and check what it is. 0: it is MR_OPENED, also
+ * when its /proc/PID/stat cannot be read (hidepid, EMFILE; t's figures say
+ * so): the pidfd is all a kill and a release need, and the kernel refuses
+ * what they must not touch. -errno: it has ended, and t says why. Refused
  * whatever else is asked: mrelease itself, pid 1 (its death takes the whole
  * pid namespace with it), the chain of processes mrelease runs under, and
  * kernel threads. */
@@ -185,7 +185,7 @@ int mr_target_open(const struct mr_run *run, struct mr_target *t, uint64_t want_
 		t->figures = MR_FIG_ERRNO;
 		t->fig_file = "stat";
 		t->fig_errnum = -r;
-		return 1;
+		return 0;
 	}
 	if (flags & MR_PF_KTHREAD) {
 		mr_target_close(t);

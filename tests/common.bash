@@ -175,20 +175,6 @@ cgroup_with_victim() {
 	join "$CG" "$VPID"
 }
 
-# kill_from_inside CG DIR: a shell in cgroup DIR (CG or below it) runs
-# mrelease --kill --verbose --json --cgroup CG, then says whether it lives.
-kill_from_inside() {
-	run -0 --separate-stderr timeout 30 bash -c 'echo $$ >"$2/cgroup.procs" &&
-		"$0" --kill --verbose --json --cgroup "$1"; echo "rc=$? shell alive" >&2' \
-		"$MRELEASE" "$1" "$2"
-	assert_regex "$stderr" "rc=0 shell alive"
-	assert_regex "$stderr" "cgroup $1: leaving out pid [0-9]+, mrelease itself"
-	assert_regex "$stderr" "cgroup $1: leaving out pid [0-9]+ \(bash\), an ancestor of mrelease"
-	assert_regex "$stderr" "cgroup $1: killing each process through its pidfd: it holds mrelease, pid 1 or an ancestor of mrelease"
-	assert_equal "$(json_get '.summary.failed')" 0
-	assert_equal "$(json_get '.cgroups[0].kill')" pidfd
-}
-
 # freeze_victim PID...: hold the PIDs in a frozen v1 freezer cgroup, so that
 # once killed they cannot run their exit path and keep their memory until
 # released.

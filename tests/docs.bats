@@ -125,6 +125,11 @@ assert_prefixes_continue() {
 	done
 }
 
+# in_dir DIR COMMAND...: run COMMAND with DIR as the working directory.
+in_dir() {
+	(cd "$1" && shift && "$@")
+}
+
 # refute_pid PID: fail if $output offers PID, bare or as PID:comm.
 # (refute_line cannot look at an empty output.)
 refute_pid() {
@@ -243,8 +248,13 @@ tmux_clear() {
 	command -v jq >/dev/null || skip "jq is not installed"
 	local keys key missing=()
 	start_victim -m 1
-	run --separate-stderr "$MRELEASE" --dry-run --json "$VPID"
-	assert_success
+	V2=$(cgroup2_mount)
+	need_v2
+	make_cgroup "$V2"
+	join "$CG" "$VPID"
+	# A cgroup, so that the cgroups' keys are printed too.
+	run -0 --separate-stderr "$MRELEASE" --dry-run --kill --json --cgroup "$CG"
+	has_json
 	keys=$(jq -r '[paths | map(strings) | last] | unique | .[] // empty' <<<"$output")
 	[[ $keys == *rss_before_kb* ]] || fail "no keys found in: $output"
 	for key in $keys; do
@@ -297,9 +307,10 @@ tmux_clear() {
 	assert_output --regexp '^--measure=?$'
 }
 
-@test "completion: --force, --grace, --wait, -g, -w and -h are offered" {
+@test "completion: --grace, --wait, -g, -w and -h are offered, --force is not" {
 	need_bash_completion
-	assert_candidates "mrelease --fo" --force
+	# 0.3.0 keeps --force only to say that it is gone.
+	assert_candidates "mrelease --fo"
 	assert_candidates "mrelease --gr" --grace=
 	# --wait needs its value now: no blank after "=".
 	assert_candidates "mrelease --wa" --wait=
@@ -309,7 +320,7 @@ tmux_clear() {
 	assert_line -- -g
 	assert_line -- -w
 	assert_line -- -h
-	assert_line -- --force
+	refute_line -- --force
 }
 
 @test "completion: --grace and --wait take seconds from the next word or after =" {
@@ -346,14 +357,115 @@ tmux_clear() {
 	done
 }
 
-@test "completion: --measure gives exactly smaps status none" {
+@test "completion: --measure gives exactly status smaps none" {
 	need_bash_completion
-	run complete_line "mrelease --measure "
+	# In this order, the default first, and listed so.
+	assert_candidates "mrelease --measure " status smaps none
+	grep -qx -- "-o nosort" "$BATS_TEST_TMPDIR/compopt"
+	assert_candidates "mrelease --measure=s" status smaps
+	assert_candidates "mrelease -ms" -mstatus -msmaps
+}
+
+@test "completion: --dying is offered, and takes no value" {
+	need_bash_completion
+	assert_candidates "mrelease --dy" --dying
+	assert_candidates "mrelease --d" --dying --dry-run
+	run complete_line "mrelease -"
 	assert_success
-	assert_equal "$(sort <<<"$output" | paste -sd' ')" "none smaps status"
-	run complete_line "mrelease --measure=s"
+	assert_line -- --dying
+	# What follows it is an option of its own, not its value.
+	assert_candidates "mrelease --dying --q" --quiet
+}
+
+@test "completion: --signal offers the standard signals as kill -l writes them" {
+	need_bash_completion
+	local line
+	for line in "mrelease --kill --grace 2 --signal " "mrelease -kg2 -s " "mrelease --sig="; do
+		run complete_line "$line"
+		assert_success
+		assert_line TERM
+		assert_line QUIT
+		assert_line KILL
+		assert_line HUP
+		assert_line SYS
+		refute_line --partial SIG
+		refute_line --partial RTMIN
+		assert_equal "${#lines[@]}" 31
+		# In the order of their numbers, as kill -l lists them.
+		assert_equal "${lines[0]} ${lines[30]}" "HUP SYS"
+	done
+	assert_candidates "mrelease -kg2 --signal QU" QUIT
+	assert_candidates "mrelease -kg2 --signal=QU" QUIT
+	assert_candidates "mrelease -kg2 -sQU" -sQUIT
+	# mrelease takes any case and a SIG prefix: so does the completion.
+	assert_candidates "mrelease -kg2 -s qu" quit
+	assert_candidates "mrelease -kg2 -s SIGQU" SIGQUIT
+	# After the signal, a pid.
+	start_victim -m 1
+	run complete_line "mrelease -kg2 -s TERM "
+	assert_line "$VPID:mr-victim"
+}
+
+@test "completion: --unit completes the units under the cgroup2 mount" {
+	need_bash_completion
+	need_root
+	local cg2 unit=mrelease-test-$$ odd=mrelease\\x2dtest-$$.scope
+	cg2=$(cgroup2_mount)
+	[ -n "$cg2" ] || skip "no cgroup2 file system is mounted"
+	make_cgroup "$cg2" || skip "cannot create a cgroup under $cg2"
+	# The same unit name at two depths, and one as systemd escapes a
+	# "-", which has to be quoted when inserted.
+	mkdir "$CG/$unit.slice" "$CG/$unit.slice/$unit.service" "$CG/$unit.service" \
+		"$CG/$odd" || fail "cannot create cgroups under $CG"
+	TEST_CGROUPS+=("$CG/$unit.slice" "$CG/$unit.slice/$unit.service" "$CG/$unit.service"
+		"$CG/$odd")
+
+	run complete_line "mrelease --unit "
 	assert_success
-	assert_equal "$(sort <<<"$output" | paste -sd' ')" "smaps status"
+	assert_line "$unit.service"
+	assert_line "$unit.slice"
+	assert_line "$odd"
+	# No cgroup that is no unit, and every name once.
+	refute_line "${CG##*/}"
+	assert_equal "$(grep -cxF "$unit.service" <<<"$output")" 1
+	# A prefix narrows it, after a blank or "=", or right after -u.
+	assert_candidates "mrelease --kill --unit $unit." "$unit.service" "$unit.slice"
+	assert_candidates "mrelease --unit=$unit.se" "$unit.service"
+	assert_candidates "mrelease -ku$unit.sl" "-ku$unit.slice"
+	# The escaped name: offered as it is, to be inserted quoted (as file
+	# names are), and found again from what was typed quoted.
+	run complete_line "mrelease --unit mrelease"
+	assert_line "$odd"
+	grep -qx -- "-o filenames" "$BATS_TEST_TMPDIR/compopt"
+	assert_candidates "mrelease --unit $(printf %q "${odd:0:16}")" "$odd"
+	assert_candidates "mrelease --unit '${odd:0:16}" "$odd"
+	# After the unit, a pid.
+	start_victim -m 1
+	run complete_line "mrelease --kill -u $unit.service "
+	assert_line "$VPID:mr-victim"
+}
+
+@test "completion: ./ and ../ --cgroup paths complete from the working directory" {
+	need_bash_completion
+	make_v2_cgroups
+	local inner=${INNER##*/} top=${TOP##*/}
+	# readline sees these directories and adds the "/" itself.
+	run in_dir "$TOP" complete_line "mrelease --cgroup ./"
+	assert_success
+	assert_output "./$inner"
+	run in_dir "$INNER" complete_line "mrelease --cgroup=../"
+	assert_success
+	assert_output "../$inner"
+	run in_dir "$INNER" complete_line "mrelease -c ../../$top"
+	assert_success
+	assert_line "../../$top"
+	# Right after -c, readline cannot see the directory.
+	run in_dir "$TOP" complete_line "mrelease -c./"
+	assert_output "-c./$inner/"
+	# Outside any cgroup file system, nothing leads anywhere.
+	run in_dir "$BATS_TEST_TMPDIR" complete_line "mrelease -c ./"
+	assert_success
+	assert_output ""
 }
 
 @test "completion: --affinity offers online CPUs" {

@@ -142,6 +142,10 @@ int main(int argc, char **argv)
 		default: fputs(usage, stderr); return 2;
 		}
 	}
+	/* A shell starts background jobs with SIGINT and SIGQUIT ignored; a
+	 * victim takes them as a service would. */
+	signal(SIGINT, SIG_DFL);
+	signal(SIGQUIT, SIG_DFL);
 	if (idle) {
 		struct sched_param sp = { 0 };
 		if (sched_setscheduler(0, SCHED_IDLE, &sp))

@@ -1,0 +1,186 @@
+#!/usr/bin/env bats
+# examples.bats: every shell example in README.md and in the EXAMPLES of
+# mrelease(1) is run, with this test's own victims, cgroups and units put
+# in for the pids and names it shows, so that no example can rot. An
+# example this file does not know fails the test: a new one needs a way to
+# be run here (or a stated reason why it cannot be).
+
+bats_require_minimum_version 1.5.0
+load common
+
+setup() {
+	need_root
+	V2=$(cgroup2_mount)
+	need_v2
+	# "mrelease" in an example is the one under test.
+	mkdir -p "$BATS_TEST_TMPDIR/bin"
+	ln -sf "$MRELEASE" "$BATS_TEST_TMPDIR/bin/mrelease"
+	export PATH="$BATS_TEST_TMPDIR/bin:$PATH"
+}
+
+# man_examples: each .EX block of the man page, as text, with its roff
+# escapes undone, blocks separated by a line "----".
+man_examples() {
+	awk '/^\.EX/ { f = 1; next } /^\.EE/ { f = 0; print "----"; next } f' \
+		"$MR_SOURCE_DIR/man/mrelease.1" |
+		sed -e 's/\\-/-/g' -e "s/\\\\(aq/'/g" -e 's/\\(ha/^/g' -e 's/\\e/\\/g' \
+			-e 's/\\f[BIR]//g'
+}
+
+# readme_examples: the commands of README.md's code blocks, one a line: every
+# line of an sh block, less its comment; in other blocks, the lines shown
+# after a "# " prompt.
+readme_examples() {
+	awk '/^```/ { if (f) f = 0; else { f = 1; sh = ($0 == "```sh") }; next }
+	     f && sh { sub(/ +# .*$/, ""); print; next }
+	     f && /^# / { print substr($0, 3) }' "$MR_SOURCE_DIR/README.md"
+}
+
+# A frozen victim killed already (dying, its memory held): VPID.
+dying_victim() {
+	start_victim -m "${1:-8}"
+	freeze_victim "$VPID"
+	kill -9 "$VPID"
+}
+
+# A unit's cgroup, NAME under a test cgroup of the cgroup2 mount, holding a
+# new victim ($VPID); UNIT_CG is its path.
+unit_with_victim() {
+	make_cgroup "$V2"
+	UNIT_CG=$CG/$1
+	mkdir "$UNIT_CG"
+	TEST_CGROUPS+=("$UNIT_CG")
+	start_victim -m 4
+	join "$UNIT_CG" "$VPID"
+}
+
+gone() {
+	wait_until 100 bash -c "! kill -0 $1 2>/dev/null || grep -q '^State:.*Z' /proc/$1/status"
+}
+
+# run_example TEXT: run one example as this test stands it up, or skip it
+# with the reason; fail on one that is not known.
+run_example() {
+	local ex=$1 script=$BATS_TEST_TMPDIR/example.sh
+	case $ex in
+	$'kill -9 1234\nmrelease 1234')
+		start_victim -m 8
+		freeze_victim "$VPID"
+		run -0 --separate-stderr bash -c "${ex//1234/$VPID}"
+		[ "$(rss_kb "$VPID")" -lt 1024 ] ;;
+	'mrelease --dying')
+		dying_victim
+		run -0 --separate-stderr bash -c "$ex"
+		[ "$(rss_kb "$VPID")" -lt 1024 ] ;;
+	$'mrelease --kill --grace 5 1234\nmrelease --kill --grace 10 --signal QUIT --unit nginx.service')
+		start_victim -m 4
+		local a=$VPID
+		unit_with_victim "mrelease-test-$$-nginx.service"
+		ex=${ex//1234/$a}
+		run -0 --separate-stderr bash -c "${ex//nginx.service/mrelease-test-$$-nginx.service}"
+		gone "$a"
+		gone "$VPID" ;;
+	'mrelease --kill --unit batch.service')
+		unit_with_victim "mrelease-test-$$-batch.service"
+		run -0 --separate-stderr bash -c "${ex//batch.service/mrelease-test-$$-batch.service}"
+		gone "$VPID" ;;
+	$'$ grep \'^0::\' /proc/1234/cgroup\n0::/system.slice/batch.service\n$ mrelease --dry-run --kill --cgroup 0::/system.slice/batch.service')
+		unit_with_victim "mrelease-test-$$-batch.service"
+		run -0 grep '^0::' "/proc/$VPID/cgroup"
+		assert_output "0::${UNIT_CG#"$V2"}"
+		run -0 --separate-stderr mrelease --dry-run --kill --cgroup "$output"
+		assert_line --regexp "^ *$VPID mr-victim .* would kill\$"
+		kill -0 "$VPID" ;;
+	*"docker inspect"*)
+		skip "needs Docker" ;;
+	'#!/bin/sh'$'\n'"out=\$(pgrep -f 'batch-worker'"*)
+		# A victim whose command line says batch-worker.
+		ln -s "$MR_VICTIM" "$BATS_TEST_TMPDIR/bin/batch-worker"
+		local save=$MR_VICTIM
+		MR_VICTIM=$BATS_TEST_TMPDIR/bin/batch-worker start_victim -m 4
+		MR_VICTIM=$save
+		printf '%s\n' "$ex" >"$script"
+		run -0 --separate-stderr sh "$script"
+		assert_output --regexp '^freed [0-9]+ KiB$'
+		gone "$VPID" ;;
+	'#!/bin/sh'$'\n''# earlyoom -N /usr/local/bin/oom-release'*)
+		dying_victim
+		printf '%s\n' "$ex" >"$script"
+		# The hook may not set its nice value: said, and the release goes on.
+		run -0 --separate-stderr env EARLYOOM_PID="$VPID" sh "$script"
+		[ "$(rss_kb "$VPID")" -lt 1024 ] ;;
+	'systemd-run --scope --quiet mrelease --kill --unit batch.service')
+		[ -d /run/systemd/system ] || skip "needs systemd as the init system"
+		unit_with_victim "mrelease-test-$$-batch.service"
+		run -0 --separate-stderr bash -c "${ex//batch.service/mrelease-test-$$-batch.service}"
+		gone "$VPID" ;;
+	'bash tests/demo.sh' | 'ctest --test-dir build --output-on-failure')
+		skip "the quick start itself: run from a fresh clone, as CI does" ;;
+	'cmake -S . -B build -DBUILD_TESTING=OFF && cmake --build build' | \
+		'cmake -S . -B build && cmake --build build' | \
+		'cmake --install build --prefix /usr/local' | \
+		'cd build && cpack' | 'apt install ./mrelease_'*'_amd64.deb')
+		skip "building and installing: install.bats" ;;
+	'tests/bench/run '*)
+		skip "the benchmark: tests/bench/README.md" ;;
+	'build/mrelease --kill '*)
+		skip "what tests/demo.sh prints" ;;
+	'mrelease --kill '[0-9]*' '[0-9]*)
+		start_victims 2 -m 8
+		freeze_victim "${PIDS[@]}"
+		run -0 --separate-stderr mrelease --kill "${PIDS[@]}"
+		assert_line --regexp "^ *sum 2 targets .* released [0-9.]+M, exited 0\$"
+		[ "$(rss_kb "${PIDS[0]}")" -lt 1024 ] && [ "$(rss_kb "${PIDS[1]}")" -lt 1024 ] ;;
+	'CG=/sys/fs/cgroup/unified/mrelease-readme')
+		;;
+	"bash -c 'echo \$\$ > \"\$1/cgroup.procs\"; mrelease --kill --cgroup \"\$1\"' bash \"\$CG\"")
+		cgroup_with_victim "$V2" -m 4
+		run -2 --separate-stderr env CG="$CG" bash -c "$ex"
+		assert_regex "$stderr" "holds pid [0-9]+ \\(bash\\), an ancestor of mrelease: refusing to kill it"
+		kill -0 "$VPID" ;;
+	'mrelease --kill --verbose --cgroup "$CG"')
+		cgroup_with_victim "$V2" -m 4
+		run -0 --separate-stderr env CG="$CG" bash -c "$ex"
+		assert_regex "$stderr" "killed with cgroup.kill"
+		gone "$VPID" ;;
+	'mrelease --kill --json '[0-9]*' | jq -c .targets[0],.summary')
+		start_victim -m 8
+		freeze_victim "$VPID"
+		run -0 --separate-stderr bash -c "mrelease --kill --json $VPID | jq -c .targets[0],.summary"
+		assert_line --regexp "^\\{\"pid\":$VPID,.*\"status\":\"released\""
+		assert_line --regexp '^\{"targets":1,"released":1,' ;;
+	'mrelease [OPTION...] [PID...]'*)
+		skip "the usage: checked against --help in docs.bats" ;;
+	*)
+		fail "an example no test runs; teach examples.bats to run it: $ex" ;;
+	esac
+}
+
+@test "every example of the man page runs as it says" {
+	local block=() line n=0
+	while IFS= read -r line; do
+		if [ "$line" != ---- ]; then
+			block+=("$line")
+			continue
+		fi
+		local text
+		text=$(printf '%s\n' "${block[@]}")
+		block=()
+		# A skip in one example must not end the others: each in a
+		# subshell, which cleans up after itself.
+		(trap common_teardown EXIT; run_example "$text") || fail "example failed: $text"
+		n=$((n + 1))
+	done < <(man_examples)
+	# (A page whose examples could not be found would pass on nothing.)
+	[ "$n" -ge 9 ] || fail "only $n examples found in the man page"
+}
+
+@test "every example of the README runs as it says" {
+	local line n=0
+	while IFS= read -r line; do
+		[ -n "$line" ] || continue
+		(trap common_teardown EXIT; run_example "$line") || fail "example failed: $line"
+		n=$((n + 1))
+	done < <(readme_examples)
+	[ "$n" -ge 13 ] || fail "only $n examples found in the README"
+}
