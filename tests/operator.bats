@@ -191,12 +191,13 @@ setup() {
 	freeze_victim "$parent" $kids
 	# shellcheck disable=SC2086
 	run -0 --separate-stderr "$MRELEASE" --dry-run --kill --measure=smaps --json "$parent" $kids
-	# Five times 16 MiB of RSS; PSS counts each page once: about 16 MiB.
+	# Five times 16 MiB of RSS; PSS counts each shared page once: less
+	# than half of it (about a fifth, less each process's own pages).
 	json_ok '[.targets[].rss_before_kb] | add > 80000'
-	json_ok '[.targets[].pss_before_kb] | add < 20000'
+	json_ok '([.targets[].pss_before_kb] | add) < ([.targets[].rss_before_kb] | add) / 2'
 	# shellcheck disable=SC2086
 	run -0 --separate-stderr "$MRELEASE" --kill --measure=smaps --json "$parent" $kids
-	json_ok '.summary.freed_basis == "pss" and .summary.freed_kb < 20000'
+	json_ok '.summary.freed_basis == "pss" and .summary.freed_kb < .summary.rss_before_kb / 2'
 	# The table says what its total is.
 	start_victim -m 8 -C 2
 	parent=$VPID
@@ -222,7 +223,8 @@ setup() {
 	wait_until 200 test -s "$BATS_TEST_TMPDIR/r"
 	run -0 --separate-stderr "$MRELEASE" --kill --json --cgroup "$mem"
 	json_ok '.summary.freed_basis == "cgroup" and .summary.freed_kb == .cgroups[0].freed_kb'
-	json_ok '.cgroups[0].freed_kb > 12000 and .cgroups[0].freed_kb < 30000'
+	# Three processes share 16 MiB: the counter has it once.
+	json_ok '.cgroups[0].freed_kb > 12000 and .cgroups[0].freed_kb < .summary.rss_before_kb / 2'
 }
 
 @test "nothing selected: only the message; a failed run: no sum status, no MemAvailable line" {
