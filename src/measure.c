@@ -163,8 +163,8 @@ int mr_proc_dying(const char *proc, pid_t pid)
 
 /* The figures of the process behind pidfd, read from /proc/PID (pid: the
  * process, or a live thread of it). Returns -ESRCH, with zeros, when it has
- * been reaped, and another -errno when its file cannot be read while it is
- * there (-ENOENT: hidden, as by hidepid; -EACCES: not ours to read;
+ * been reaped (with a pidfd of -1, the caller checks that afterwards), and
+ * another -errno when its file cannot be read while it is there (-ENOENT: hidden, as by hidepid; -EACCES: not ours to read;
  * -EMFILE). A process whose address space is gone but that is not yet
  * reaped reads as zeros: smaps_rollup answers ESRCH, status has no Vm
  * lines.
@@ -187,7 +187,7 @@ int mr_measure(const char *proc, enum mr_measure_mode mode, pid_t pid, int pidfd
 	/* Once the process is reaped its pid may name another process, whose
 	 * figures we may just have read: what the pidfd says afterwards
 	 * decides whether they are its figures, or it is gone. */
-	if (mr_sys_pidfd_send_signal(pidfd, 0) && errno == ESRCH) {
+	if (pidfd >= 0 && mr_sys_pidfd_send_signal(pidfd, 0) && errno == ESRCH) {
 		*mem = (struct mr_mem){ 0, 0, 0, 0 };
 		return -ESRCH;
 	}

@@ -139,14 +139,17 @@ enum job_kind {
  * set) and it reads the figures after. */
 enum job_step { STEP_QUEUED, STEP_BEGUN, STEP_RELEASED };
 
-/* A job works on its own duplicate of the target's pidfd and closes only
- * that, whenever it returns: the run's descriptors are never touched from a
- * worker thread. */
+/* A release works on its own duplicate of the target's pidfd and closes
+ * only that, whenever it returns: the run's descriptors are never touched
+ * from a worker thread. A reading needs none: it reads /proc/PID, and the
+ * main thread, which holds the pidfd, checks that the process is still
+ * there when it takes the figures (a pid is not reused before its process
+ * is reaped), so that they are its own. */
 struct job {
 	struct mr_job base;
 	enum job_kind kind;
 	size_t target; /* index into run->targets */
-	int pidfd;
+	int pidfd;     /* the release's own duplicate; -1 for a reading */
 	pid_t mm_pid;
 	const char *proc;
 	enum mr_measure_mode mode;
@@ -183,7 +186,8 @@ static void job_drop(struct mr_job *base)
 {
 	struct job *j = (struct job *)base;
 
-	close(j->pidfd);
+	if (j->pidfd >= 0)
+		close(j->pidfd);
 	free(j);
 }
 
@@ -198,14 +202,14 @@ static struct job *job_new(struct act *a, enum job_kind kind, size_t i)
 		.base = { .run = job_run, .drop = job_drop },
 		.kind = kind,
 		.target = i,
-		.pidfd = fcntl(t->pidfd, F_DUPFD_CLOEXEC, 3),
+		.pidfd = kind == JOB_READ ? -1 : fcntl(t->pidfd, F_DUPFD_CLOEXEC, 3),
 		.mm_pid = t->mm_pid,
 		.proc = a->run->cfg.proc,
 		.mode = a->run->cfg.measure,
 	};
 	mr_mem_unknown(&j->before);
 	mr_mem_unknown(&j->after);
-	if (j->pidfd < 0) {
+	if (kind != JOB_READ && j->pidfd < 0) {
 		free(j);
 		return NULL;
 	}
@@ -264,15 +268,17 @@ static void apply(struct act *a, struct job *j)
 	struct mr_target *t = &run->targets[j->target];
 
 	a->retries += j->retries;
-	if (j->kind == JOB_READ) {
-		if (j->read_r == 0)
-			t->before = j->before;
-		else
-			unread(run, t, -j->read_r);
-		if (j->read_r == -ESRCH)
-			mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
-		return;
+	if (j->kind == JOB_READ && !mr_target_alive(t)) {
+		/* Gone: what was read may be another process's. */
+		t->before = (struct mr_mem){ 0, 0, 0, 0 };
+		mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
+	} else if (j->kind == JOB_READ && j->read_r == 0) {
+		t->before = j->before;
+	} else if (j->kind == JOB_READ) {
+		unread(run, t, -j->read_r);
 	}
+	if (j->kind == JOB_READ)
+		return;
 	t->after = j->after;
 	released(a, t, j);
 }
@@ -326,8 +332,9 @@ static int run_jobs(struct act *a, enum job_kind kind, const size_t *items, size
 		    int64_t deadline)
 {
 	struct mr_run *run = a->run;
-	size_t window = run->threads ? (size_t)run->threads * JOBS_PER_THREAD : 1;
-	struct job **out = calloc(window, sizeof(*out));
+	/* Readings hold no descriptor: all go at once. */
+	size_t window = !run->threads ? 1 : kind == JOB_READ ? n : (size_t)run->threads * JOBS_PER_THREAD;
+	struct job **out = calloc(window ? window : 1, sizeof(*out));
 	size_t next = 0, busy = 0;
 
 	if (!out)
