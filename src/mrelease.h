@@ -341,7 +341,7 @@ void mr_cgroup_free(struct mr_cgroup *cg);
 int mr_cgroup_members(const struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out,
 		      size_t *outside);
 int mr_cgroup_holds(const char *proc, const struct mr_cgroup *cg, pid_t pid, bool recursive);
-int mr_cgroup_kill(const struct mr_cgroup *cg);
+int mr_cgroup_kill(const struct mr_cgroup *cg, int64_t *done_us);
 bool mr_cgroup_can_kill(const struct mr_cgroup *cg);
 int mr_cgroup_memory_kb(const struct mr_cgroup *cg, int64_t *kb);
 

@@ -332,8 +332,12 @@ static int run_jobs(struct act *a, enum job_kind kind, const size_t *items, size
 		    int64_t deadline)
 {
 	struct mr_run *run = a->run;
-	/* Readings hold no descriptor: all go at once. */
-	size_t window = !run->threads ? 1 : kind == JOB_READ ? n : (size_t)run->threads * JOBS_PER_THREAD;
+	/* Readings hold no descriptor: all go at once; releases too, as far
+	 * as descriptors allow, so that the threads need not wait for the main
+	 * thread between two (after cgroup.kill, the processes it woke take
+	 * the CPUs from it). */
+	size_t window = !run->threads ? 1 : kind == JOB_READ ? n :
+			(size_t)run->threads * JOBS_PER_THREAD + (a->room < n ? a->room : n);
 	struct job **out = calloc(window ? window : 1, sizeof(*out));
 	size_t next = 0, busy = 0;
 
@@ -857,6 +861,7 @@ static int kill_by_file(struct act *a, int c)
 	struct mr_run *run = a->run;
 	struct mr_cgroup *cg = &run->cgroups[c];
 	struct mr_pidlist l = { 0 };
+	int64_t done;
 	size_t outside;
 	int r;
 
@@ -869,9 +874,9 @@ static int kill_by_file(struct act *a, int c)
 	if (r == -EPERM || r == -ENOMEM || stopped(a))
 		return r == -EPERM || r == -ENOMEM ? r : 0;
 	begin(a);
-	if (!r && !(r = mr_cgroup_kill(cg))) {
+	if (!r && !(r = mr_cgroup_kill(cg, &done))) {
 		cg->killed = true;
-		run->kill_us = mr_now_us() - run->cfg.start_us;
+		run->kill_us = done - run->cfg.start_us;
 		note(run, MR_N_CGKILL, c, 0, 0);
 	} else {
 		cg->kill_errnum = -r;
