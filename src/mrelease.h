@@ -40,7 +40,10 @@
  * kills; what is not read by then is given up. */
 #define MR_READ_BOUND_MS 100
 
-enum mr_measure_mode { MR_MEASURE_STATUS, MR_MEASURE_SMAPS, MR_MEASURE_NONE };
+enum mr_measure_mode {
+	MR_MEASURE_STATUS, MR_MEASURE_SMAPS, MR_MEASURE_NONE,
+	MR_MEASURE_RSS, /* statm: RSS alone, for the figures after a release */
+};
 
 /* A target goes from selected towards released; each of the last six is
  * where it ends. */
@@ -250,6 +253,8 @@ struct mr_config {
 /* A run: its configuration, what it selected, and what became of it. */
 struct mr_run {
 	struct mr_config cfg;
+	pid_t self;         /* mrelease's own pid */
+	bool pidfs;         /* pidfds have inodes of their own (Linux 6.9) */
 	struct mr_target *targets;
 	size_t ntargets;
 	pid_t *missing; /* named pids with no such process, kept small */
@@ -319,7 +324,7 @@ int mr_target_open(const struct mr_run *run, struct mr_target *t, uint64_t want_
 bool mr_target_alive(const struct mr_target *t);
 void mr_target_end(struct mr_target *t, enum mr_state state, enum mr_reason reason, int errnum);
 void mr_target_close(struct mr_target *t);
-int mr_pidfd_inode(int pidfd, uint64_t *ino);
+int mr_pidfd_inode(int pidfd, const bool *pidfs, uint64_t *ino);
 const struct mr_ancestor *mr_ancestor_of(const struct mr_run *run, pid_t pid);
 
 /* release.c */

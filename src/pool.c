@@ -54,7 +54,7 @@ struct mr_pool {
 	struct mr_job *queue, **tail; /* waiting to run */
 	struct mr_job *done;          /* done, not collected yet */
 	struct slot *slots;
-	unsigned int threads, ready, lost, replacements, running;
+	unsigned int threads, ready, lost, replacements, running, idle;
 	int nice_err, affinity_err;
 	bool quit;
 	struct mr_pool *behind; /* the next pool left behind */
@@ -79,8 +79,11 @@ static void *worker(void *arg)
 	for (;;) {
 		struct mr_job *job;
 
-		while (!p->quit && !p->queue)
+		while (!p->quit && !p->queue) {
+			p->idle++;
 			pthread_cond_wait(&p->cond, &p->lock);
+			p->idle--;
+		}
 		if (p->quit)
 			break;
 		job = p->queue;
@@ -105,8 +108,11 @@ static void *worker(void *arg)
 		}
 		job->state = JOB_DONE;
 		job->next = p->done;
+		/* The main thread takes every job done at once: only the first
+		 * since it last took them needs to wake it. */
+		if (!p->done)
+			eventfd_write(p->efd, 1);
 		p->done = job;
-		eventfd_write(p->efd, 1);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
@@ -187,7 +193,9 @@ void mr_pool_submit(struct mr_pool *p, struct mr_job *job)
 	job->state = JOB_QUEUED;
 	*p->tail = job;
 	p->tail = &job->next;
-	pthread_cond_signal(&p->cond);
+	/* A thread that is waiting takes it; one that is busy will. */
+	if (p->idle)
+		pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 }
 

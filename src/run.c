@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "mrelease.h"
+#include "sys.h"
 
 /* Descriptors kept aside from the pidfds, for the main thread (at most
  * three at once: a cgroup walk's directory and its listing, or the write to
@@ -86,6 +87,7 @@ void mr_run_init(struct mr_run *run, const struct mr_config *cfg)
 		run->cfg.proc = "/proc";
 	if (!run->cfg.start_us)
 		run->cfg.start_us = mr_now_us();
+	run->self = getpid();
 }
 
 void mr_note_add(struct mr_run *run, struct mr_note note)
@@ -178,8 +180,10 @@ static void job_run(struct mr_job *base)
 	j->release_us = mr_now_us() - start;
 	__atomic_store_n(&j->since, mr_now_us(), __ATOMIC_RELAXED);
 	__atomic_store_n(&j->step, STEP_RELEASED, __ATOMIC_RELEASE);
+	/* After it, RSS is all that is shown, but for PSS with smaps. */
 	if (j->release_r == 0 || j->release_r == -ESRCH)
-		mr_measure(j->proc, j->mode, j->mm_pid, j->pidfd, &j->after);
+		mr_measure(j->proc, j->mode == MR_MEASURE_STATUS ? MR_MEASURE_RSS : j->mode, j->mm_pid,
+			   j->pidfd, &j->after);
 }
 
 static void job_drop(struct mr_job *base)
@@ -465,7 +469,7 @@ static bool check_listing(struct mr_run *run, int c, const struct mr_pidlist *l,
 		const struct mr_ancestor *anc = mr_ancestor_of(run, l->v[i].pid);
 
 		f->pid = l->v[i].pid;
-		if (f->pid == getpid())
+		if (f->pid == run->self)
 			f->what = MR_REFUSE_SELF;
 		else if (anc) {
 			f->what = MR_REFUSE_ANCESTOR;
@@ -1090,6 +1094,20 @@ static int wait_exits(struct act *a)
 
 /* ---- the run ------------------------------------------------------------- */
 
+/* Whether pidfds live in pidfs, with inodes of their own: told once by one
+ * of mrelease's own. */
+static bool pidfds_in_pidfs(pid_t self)
+{
+	int fd = mr_sys_pidfd_open(self);
+	uint64_t ino = 0;
+
+	if (fd >= 0) {
+		mr_pidfd_inode(fd, NULL, &ino);
+		close(fd);
+	}
+	return ino != 0;
+}
+
 static unsigned int default_jobs(const struct mr_config *cfg)
 {
 	cpu_set_t cpus;
@@ -1221,6 +1239,7 @@ int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 
 	if ((r = start_pool(&a, named)))
 		return r;
+	run->pidfs = pidfds_in_pidfs(run->self);
 	if ((r = mr_ancestors(run->cfg.proc, &run->ancestors, &run->nancestors))) {
 		fatal(run, r, "cannot read the chain of mrelease's ancestors; nothing was sent");
 		goto out;

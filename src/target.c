@@ -45,17 +45,22 @@ bool mr_target_alive(const struct mr_target *t)
 }
 
 /* A pidfd's inode names its process for as long as the system runs (pidfs,
- * Linux 6.9); before pidfs every pidfd shares one anonymous inode: 0 then. */
-int mr_pidfd_inode(int pidfd, uint64_t *ino)
+ * Linux 6.9); before pidfs every pidfd shares one anonymous inode: 0 then.
+ * With pidfs NULL, whether pidfds live in pidfs is found out; otherwise it
+ * is known, and takes no call. */
+int mr_pidfd_inode(int pidfd, const bool *pidfs, uint64_t *ino)
 {
 	struct statfs sfs;
 	struct stat st;
 
 	*ino = 0;
-	if (fstatfs(pidfd, &sfs) || fstat(pidfd, &st))
+	if (!pidfs && fstatfs(pidfd, &sfs))
 		return -errno;
-	if (sfs.f_type == PIDFS_MAGIC)
-		*ino = (uint64_t)st.st_ino;
+	if (pidfs ? !*pidfs : sfs.f_type != PIDFS_MAGIC)
+		return 0;
+	if (fstat(pidfd, &st))
+		return -errno;
+	*ino = (uint64_t)st.st_ino;
 	return 0;
 }
 
@@ -128,9 +133,10 @@ static int open_pidfd(const struct mr_run *run, struct mr_target *t)
 	return -e;
 }
 
-static int check_inode(struct mr_target *t, uint64_t want)
+static int check_inode(const struct mr_run *run, struct mr_target *t, uint64_t want)
 {
-	int r = mr_pidfd_inode(t->pidfd, &t->ino);
+	bool pidfs = run->pidfs;
+	int r = mr_pidfd_inode(t->pidfd, &pidfs, &t->ino);
 
 	if (r)
 		mr_target_end(t, MR_FAILED, MR_R_OPEN, -r);
@@ -159,7 +165,7 @@ int mr_target_open(const struct mr_run *run, struct mr_target *t, uint64_t want_
 	char state;
 	int r;
 
-	if (t->pid == getpid())
+	if (t->pid == run->self)
 		return refuse(t, MR_R_SELF);
 	if (t->pid == 1)
 		return refuse(t, MR_R_INIT);
@@ -167,7 +173,7 @@ int mr_target_open(const struct mr_run *run, struct mr_target *t, uint64_t want_
 		memcpy(t->comm, a->comm, sizeof(t->comm));
 		return refuse(t, MR_R_ANCESTOR);
 	}
-	if ((r = open_pidfd(run, t)) || (r = check_inode(t, want_ino))) {
+	if ((r = open_pidfd(run, t)) || (r = check_inode(run, t, want_ino))) {
 		mr_target_close(t);
 		return r;
 	}

@@ -24,6 +24,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	if (mem.rss_kb < 0 || mem.pss_kb < 0 || mem.anon_kb < 0 || mem.swap_kb < 0)
 		abort();
 	mr_parse_mem(s, MR_MEASURE_STATUS, &mem);
+	mr_parse_mem(s, MR_MEASURE_RSS, &mem);
 	if (mem.rss_kb < 0 || mem.pss_kb != MR_UNKNOWN)
 		abort();
 	if (mr_parse_stat(s, comm, &state, &ppid, &flags) == 0 && strlen(comm) >= MR_COMM_LEN)
