@@ -38,7 +38,7 @@ static const struct text note_texts[] = {
 	[MR_N_UNTIL_EMPTY] = { false, "cgroup %g: killed until empty, in %n listing%s", NULL },
 	[MR_N_NOT_EMPTY] = { true, "cgroup %g: not empty after %r listings: %n member%s could "
 			     "not be killed", NULL },
-	[MR_N_KILL_FAILED] = { true, "cgroup %g: not killed: %e", NULL },
+	[MR_N_KILL_FAILED] = { true, "cgroup %g: its kill failed: %e", NULL },
 	[MR_N_OUTSIDE] = { false, "cgroup %g: %n member%s outside this pid namespace, not seen",
 			   NULL },
 	[MR_N_GIVEN_UP] = { true, "gave up the figures of %n target%s: not read within %B ms "
@@ -47,7 +47,7 @@ static const struct text note_texts[] = {
 	[MR_N_RETRIES] = { false, "process_mrelease was retried %n time%s", NULL },
 	[MR_N_NOSYS] = { true, "process_mrelease is not available (Linux before 5.15, or a "
 			 "seccomp filter); waited for the targets to exit instead", NULL },
-	[MR_N_GRACE_END] = { false, "pid %p%C ignored %S for %t; sending KILL", NULL },
+	[MR_N_GRACE_END] = { false, "pid %p%C did not exit within %t of %S", NULL },
 	[MR_N_NOT_DYING] = { false, "%n not dying; left alone", NULL },
 	[MR_N_INTERRUPTED] = { true, "interrupted with %n target%s unfinished; sent nothing "
 			       "more; reporting what was done",
@@ -77,6 +77,7 @@ static const struct text reason_texts[] = {
 		       "lock stuck in the kernel?); left behind", NULL },
 	[MR_R_NO_WORKER] = { true, "not released: every worker thread is stuck in another release", NULL },
 	[MR_R_MEMBERSHIP] = { true, "cannot tell whether it is still in its cgroup: %e; not signalled", NULL },
+	[MR_R_STOPPED] = { true, "not killed: the run stopped at a cgroup it refused", NULL },
 	[MR_R_LEFT] = { true, "left its cgroup before the kill", NULL },
 	[MR_R_GONE] = { true, "gone before it was opened", NULL },
 	[MR_R_NOT_DYING] = { true, "not dying", NULL },
@@ -104,6 +105,12 @@ static const struct {
 				"whose ancestry it cannot check",
 				"run mrelease in the pid namespace that sees them all, e.g. on the "
 				"host" },
+	[MR_REFUSE_INIT] = { "cgroup %g holds pid 1 of mrelease's pid namespace",
+			     "run mrelease from the pid namespace above, e.g. on the host, where "
+			     "that process is not pid 1" },
+	[MR_REFUSE_UNSEEN] = { "cgroup %g is a v1 cgroup and mrelease runs in a nested pid "
+			       "namespace: the listing leaves out the processes it cannot see",
+			       "run mrelease in the initial pid namespace, e.g. on the host" },
 };
 
 /* What a template is filled in from. */
@@ -233,6 +240,8 @@ void mr_report_refusal(const struct mr_run *run)
 	struct fields f = { run, r->pid, a ? a->comm : r->comm, r->cgroup, 0, 0, 0, NULL };
 	char buf[MR_SAFE_LEN];
 
+	if (r->what == MR_REFUSE_NONE)
+		return;
 	expand(refusal_texts[r->what].fmt, &f, buf, sizeof(buf));
 	if (run->sent)
 		warnx("%s now: stopped there, sending nothing more; %s", buf,

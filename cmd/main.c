@@ -453,20 +453,21 @@ int main(int argc, char **argv)
 	mr_hold_signals(&run.cfg.waitmask);
 
 	r = mr_run(&run, &o.pids);
-	if (r == -EPERM && run.refused.what && !run.sent) {
+	if (run.refused.what && !run.sent) {
 		mr_report_refusal(&run);
 		exit(MR_EXIT_USAGE);
 	}
-	if (r && r != -EPERM && !run.sent) {
+	if (r == -ECANCELED)
+		r = 0;
+	if (r && !run.sent) {
 		errno = -r;
-		err(MR_EXIT_FATAL, "%s", run.fatal);
+		err(MR_EXIT_FATAL, "%s", mr_safe(run.fatal));
 	}
 	report(&o, &run);
-	if (r == -EPERM)
-		mr_report_refusal(&run);
-	else if (r)
-		warnx("%s: %s; reported what was done", run.fatal, strerror(-r));
-	status = exit_status(&run, r == -EPERM ? 0 : r);
+	mr_report_refusal(&run);
+	if (r)
+		warnx("%s: %s; reported what was done", mr_safe(run.fatal), strerror(-r));
+	status = exit_status(&run, r);
 	mr_release_signals(run.interrupted);
 	mr_run_free(&run);
 	mr_pidlist_free(&o.pids);

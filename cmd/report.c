@@ -60,7 +60,7 @@ static const struct field target_fields[] = {
 
 enum cgroup_field {
 	C_PATH, C_MEMBERS, C_RELEASED, C_FAILED, C_LEFT_OUT, C_MEMORY_BEFORE, C_MEMORY_AFTER,
-	C_FREED, C_KILL, C_REMAINING,
+	C_FREED, C_KILL, C_REMAINING, C_KILL_ERROR,
 };
 static const struct field cgroup_fields[] = {
 	[C_PATH] = { "path", "CGROUP", true, V_STR },
@@ -73,6 +73,7 @@ static const struct field cgroup_fields[] = {
 	[C_FREED] = { "freed_kb", NULL, false, V_KIB },
 	[C_KILL] = { "kill", "KILL", true, V_STR },
 	[C_REMAINING] = { "remaining", NULL, false, V_INT },
+	[C_KILL_ERROR] = { "kill_error", NULL, false, V_STR },
 };
 
 enum summary_field {
@@ -224,13 +225,28 @@ static struct val target_value(const struct mr_run *run, const void *row, int id
 	return num(MR_UNKNOWN);
 }
 
+static bool refused(const struct mr_run *run, const struct mr_cgroup *c)
+{
+	return run->refused.what && c == &run->cgroups[run->refused.cgroup];
+}
+
 /* How it was killed: in a dry run, how it would be; otherwise only once it
- * was (JSON null, and "failed" in the table, when its kill failed). */
+ * was (JSON null, and in the table "refused" or "failed" when it was not). */
 static const char *kill_text(const struct mr_run *run, const struct mr_cgroup *c, bool text)
 {
 	if (run->cfg.dry_run || c->killed)
 		return kill_names[c->kill];
+	if (text && refused(run, c))
+		return "refused";
 	return text && (c->rounds || c->kill_errnum) && !run->interrupted ? "failed" : NULL;
+}
+
+/* Why its kill failed: refused, or the error of the listing or the write. */
+static const char *kill_error(const struct mr_run *run, const struct mr_cgroup *c)
+{
+	if (refused(run, c))
+		return "refused";
+	return c->kill_errnum ? strerror(c->kill_errnum) : NULL;
 }
 
 static struct val cgroup_value(const struct mr_run *run, const void *row, int id, bool text,
@@ -251,6 +267,7 @@ static struct val cgroup_value(const struct mr_run *run, const void *row, int id
 	case C_FREED: return num(diff(c->memory_before_kb, c->memory_after_kb));
 	case C_KILL: return str(kill_text(run, c, text));
 	case C_REMAINING: return num(unfinished ? (int64_t)c->remaining : MR_UNKNOWN);
+	case C_KILL_ERROR: return str(kill_error(run, c));
 	}
 	return num(MR_UNKNOWN);
 }
@@ -381,8 +398,8 @@ static void human_kib(char *buf, size_t len, int64_t kib)
 	const char *sign = kib < 0 ? "-" : "";
 	int u = 0;
 
-	if (kib == 0) {
-		snprintf(buf, len, "0");
+	if (kib == 0 || kib == MR_UNKNOWN) {
+		snprintf(buf, len, kib ? "-" : "0");
 		return;
 	}
 	while (v >= 1024 && u < 4) {

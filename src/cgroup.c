@@ -171,7 +171,7 @@ static bool is_file(const char *dir, const char *name)
 	char path[PATH_MAX];
 
 	return snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path) &&
-	       access(path, R_OK) == 0;
+	       access(path, F_OK) == 0;
 }
 
 /* Where this cgroup's memory is accounted: its own memory.current on v2 or
@@ -560,10 +560,12 @@ static int push(struct walk *w)
 	struct level *l;
 
 	if (w->depth == w->cap) {
-		l = reallocarray(w->stack, w->cap = w->cap ? 2 * w->cap : 16, sizeof(*l));
-		if (!l)
+		size_t cap = w->cap ? 2 * w->cap : 16;
+
+		if (!(l = reallocarray(w->stack, cap, sizeof(*l))))
 			return -ENOMEM;
 		w->stack = l;
+		w->cap = cap;
 	}
 	l = &w->stack[w->depth++];
 	*l = (struct level){ .pathlen = strlen(w->path) };
@@ -697,9 +699,15 @@ static int match_unit(int dirfd, const char *path, void *arg)
 	return 0;
 }
 
+static int by_path(const void *x, const void *y)
+{
+	return strcmp(*(char *const *)x, *(char *const *)y);
+}
+
 /* The cgroups under the cgroup2 mount whose directory is called name, as
- * systemd names a unit's ("foo.service", "bar.scope", "baz.slice"); the
- * caller frees each and the list. -ENOENT: no cgroup2 mount. */
+ * systemd names a unit's ("foo.service", "bar.scope", "baz.slice"), sorted
+ * (the walk goes in the file system's order); the caller frees each and the
+ * list. -ENOENT: no cgroup2 mount. */
 int mr_cgroup_units(const struct mr_cgmounts *ms, const char *name, char ***paths, size_t *n)
 {
 	const struct mr_cgmount *v2 = mr_cgmounts_v2(ms);
@@ -716,6 +724,8 @@ int mr_cgroup_units(const struct mr_cgmounts *ms, const char *name, char ***path
 		free(u.paths);
 		return r;
 	}
+	if (u.n)
+		qsort(u.paths, u.n, sizeof(*u.paths), by_path);
 	*paths = u.paths;
 	*n = u.n;
 	return 0;

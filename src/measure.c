@@ -110,6 +110,7 @@ int mr_proc_tgid(const char *proc, pid_t pid, pid_t *tgid)
 	return 0;
 }
 
+
 static int64_t known(int64_t v)
 {
 	return v < 0 ? 0 : v;
@@ -173,15 +174,16 @@ int mr_proc_dying(const char *proc, pid_t pid)
 /* The figures of the process behind pidfd, read from /proc/PID (pid: the
  * process, or a live thread of it). Returns -ESRCH, with zeros, when it has
  * been reaped (with a pidfd of -1, the caller checks that afterwards), and
- * another -errno when its file cannot be read while it is there (-ENOENT: hidden, as by hidepid; -EACCES: not ours to read;
- * -EMFILE). A process whose address space is gone but that is not yet
- * reaped reads as zeros: smaps_rollup answers ESRCH, status has no Vm
- * lines.
+ * another -errno when its file cannot be read while it is there (-ENOENT:
+ * hidden, as by hidepid; -EACCES: not ours to read; -EMFILE). A process
+ * whose address space is gone but that is not yet reaped reads as zeros:
+ * smaps_rollup answers ESRCH, status has no Vm lines.
  *
  * status reads the kernel's counters: O(1), and it takes none of the
- * process's locks; statm, its RSS alone, costs less still. smaps_rollup walks the page tables under the process's
- * mmap_lock: about 20 ms a GiB here, and a process stuck while it holds
- * that lock holds the reader too. */
+ * process's locks; statm, its RSS alone, costs less still. smaps_rollup
+ * walks the page tables under the process's mmap_lock: about 20 ms a GiB
+ * here, and a process stuck while it holds that lock holds the reader
+ * too. */
 int mr_measure(const char *proc, enum mr_measure_mode mode, pid_t pid, int pidfd,
 	       struct mr_mem *mem)
 {

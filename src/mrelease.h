@@ -81,6 +81,7 @@ enum mr_reason {
 	MR_R_STUCK,       /* its release did not return within the bound */
 	MR_R_NO_WORKER,   /* no worker thread was left to release it */
 	MR_R_MEMBERSHIP,  /* whether it is in its cgroup cannot be read: errnum */
+	MR_R_STOPPED,     /* not killed: the run stopped at a cgroup it refused */
 	/* Left out: */
 	MR_R_LEFT,        /* not in the cgroup (any more) when its kill came */
 	MR_R_GONE,        /* a cgroup member that was gone before it was opened */
@@ -219,6 +220,9 @@ enum mr_refusal {
 	MR_REFUSE_SELF,     /* mrelease itself */
 	MR_REFUSE_ANCESTOR, /* a process mrelease runs under (pid 1 included) */
 	MR_REFUSE_OUTSIDE,  /* a member outside our pid namespace (listed as 0) */
+	MR_REFUSE_INIT,     /* pid 1 of our pid namespace */
+	MR_REFUSE_UNSEEN,   /* v1, and we are in a nested pid namespace: a v1
+			     * listing leaves out what we cannot see */
 };
 
 struct mr_refused {
@@ -315,6 +319,7 @@ void mr_mem_unknown(struct mr_mem *mem);
 
 /* protect.c */
 void mr_protect_self(void);
+int mr_pidns_nested(const char *proc);
 int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n);
 size_t mr_fd_room(const char *proc, size_t want, size_t reserve);
 

@@ -57,12 +57,33 @@ struct mr_pool {
 	unsigned int threads, ready, lost, replacements, running, idle;
 	int nice_err, affinity_err;
 	bool quit;
-	struct mr_pool *behind; /* the next pool left behind */
+	unsigned int refs; /* once stopped: the main thread, and each thread
+			    * detached in an abandoned job */
 };
 
-/* Pools whose threads were still in abandoned jobs when they stopped: they
- * live as long as the process, and are reachable from here. */
-static struct mr_pool *left_behind;
+static void destroy(struct mr_pool *p)
+{
+	for (struct mr_job *j = p->done, *next; j; j = next) {
+		next = j->next;
+		j->drop(j);
+	}
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	pthread_attr_destroy(&p->attr);
+	close(p->efd);
+	free(p->slots);
+	free(p);
+}
+
+/* Called locked; unlocks. The last to let go of a stopped pool frees it. */
+static void put(struct mr_pool *p)
+{
+	bool last = --p->refs == 0;
+
+	pthread_mutex_unlock(&p->lock);
+	if (last)
+		destroy(p);
+}
 
 static void *worker(void *arg)
 {
@@ -114,7 +135,10 @@ static void *worker(void *arg)
 			eventfd_write(p->efd, 1);
 		p->done = job;
 	}
-	pthread_mutex_unlock(&p->lock);
+	if (self->detached)
+		put(p);
+	else
+		pthread_mutex_unlock(&p->lock);
 	return NULL;
 }
 
@@ -292,17 +316,17 @@ unsigned int mr_pool_live(struct mr_pool *p)
 }
 
 /* Let the workers go. A thread still in an abandoned job cannot be waited
- * for: it is detached, ends with the process, and the pool stays allocated
- * for it. */
+ * for: it is detached, and the last of those to return frees the pool (or
+ * the process ends first). */
 void mr_pool_stop(struct mr_pool *p)
 {
 	struct mr_job *q;
-	bool busy = false;
 
 	if (!p)
 		return;
 	pthread_mutex_lock(&p->lock);
 	p->quit = true;
+	p->refs = 1;
 	pthread_cond_broadcast(&p->cond);
 	q = p->queue;
 	p->queue = NULL;
@@ -310,7 +334,8 @@ void mr_pool_stop(struct mr_pool *p)
 	for (unsigned int i = 0; i < p->threads; i++) {
 		if (!p->slots[i].job)
 			continue;
-		busy = p->slots[i].detached = true;
+		p->slots[i].detached = true;
+		p->refs++;
 		pthread_detach(p->slots[i].tid);
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -323,19 +348,6 @@ void mr_pool_stop(struct mr_pool *p)
 	for (unsigned int i = 0; i < p->threads; i++)
 		if (!p->slots[i].detached)
 			pthread_join(p->slots[i].tid, NULL);
-	if (busy) {
-		p->behind = left_behind;
-		left_behind = p;
-		return;
-	}
-	for (struct mr_job *j = p->done, *next; j; j = next) {
-		next = j->next;
-		j->drop(j);
-	}
-	pthread_mutex_destroy(&p->lock);
-	pthread_cond_destroy(&p->cond);
-	pthread_attr_destroy(&p->attr);
-	close(p->efd);
-	free(p->slots);
-	free(p);
+	pthread_mutex_lock(&p->lock);
+	put(p);
 }

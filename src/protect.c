@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "mrelease.h"
@@ -42,6 +43,24 @@ void mr_protect_self(void)
 	}
 	if (mlockall(MCL_CURRENT | MCL_FUTURE | MCL_ONFAULT))
 		errno = 0;
+}
+
+/* The inode the kernel gives the initial pid namespace, and no other one
+ * (the others' are allocated from 0xF0000000 up); systemd's
+ * namespace_is_init() tells it by the same. */
+#define PID_NS_INIT_INO 0xEFFFFFFCU
+
+/* Whether mrelease runs in a pid namespace below the initial one: 1 yes, 0
+ * no, -errno cannot tell. */
+int mr_pidns_nested(const char *proc)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/self/ns/pid", proc);
+	if (stat(path, &st))
+		return -errno;
+	return st.st_ino != PID_NS_INIT_INO;
 }
 
 /* The parent chain, parent first, up to pid 1 of our pid namespace, without

@@ -15,10 +15,12 @@
  *   cgroup is killed until empty: list it, open each pid, check that it is
  *   still a member, SIGKILL it, and list again, until a listing finds no
  *   member that has not been killed, as systemd does (kill_until_empty).
- * - A cgroup that holds mrelease, one of its ancestors, or a process it
- *   cannot see (outside its pid namespace, listed as 0) is not killed at
- *   all: checked at the first listing, and again just before the write and
- *   before each listing's kills (check_listing).
+ * - A cgroup that holds mrelease, one of its ancestors, pid 1 or a process
+ *   it cannot see (outside its pid namespace: listed as 0 on v2, left out
+ *   on v1) is not killed at all: checked at the first listing, and again
+ *   at the listing just before the write and before each listing's kills
+ *   (check_listing). Refused once the run has begun, the run stops there,
+ *   and what it killed before is released.
  * - A signal that interrupts the run stops it: no further signal is sent
  *   (stopped, before each one).
  */
@@ -70,6 +72,9 @@ struct act {
 	unsigned int retries;
 	size_t stuck;
 	bool nosys;
+	bool begun;           /* the figures before the first act are taken */
+	int nested;           /* mrelease is in a nested pid namespace: 1, 0,
+			       * or -errno when that cannot be told */
 };
 
 void mr_run_init(struct mr_run *run, const struct mr_config *cfg)
@@ -162,6 +167,7 @@ struct job {
 	struct mr_mem before, after;
 	int64_t release_us;
 	unsigned int retries;
+	size_t slot;   /* in run_jobs' list of jobs out */
 };
 
 static void job_run(struct mr_job *base)
@@ -260,8 +266,13 @@ static void released(struct act *a, struct mr_target *t, const struct job *j)
 	case 0: mr_target_end(t, MR_RELEASED, MR_R_NONE, 0); break;
 	case -ESRCH: mr_target_end(t, MR_EXITED, MR_R_NONE, 0); break;
 	case -EINVAL: not_dying(a->run, t); break;
-	/* Without process_mrelease, the exit is waited for instead. */
-	case -ENOSYS: a->nosys = true; break;
+	/* Without process_mrelease, the exit is waited for instead; but
+	 * not that of a process not killed that /proc says is not dying. */
+	case -ENOSYS:
+		a->nosys = true;
+		if (!t->signal && mr_proc_dying(a->run->cfg.proc, t->mm_pid) == 0)
+			not_dying(a->run, t);
+		break;
 	default: mr_target_end(t, MR_FAILED, MR_R_RELEASE, -j->release_r); break;
 	}
 }
@@ -287,25 +298,29 @@ static void apply(struct act *a, struct job *j)
 	released(a, t, j);
 }
 
-/* A job that did not come back in time: a reading gives up the figures; a
- * release that returned gives up only the figures after it; one that began
- * is stuck in the kernel; one that never began had no thread left to run
- * on, or its time (the grace) is over, or the run was interrupted, and
- * leaves its target as it was. */
-static void give_up(struct act *a, struct job *j, int step, bool no_thread)
+/* Why a job is given up. */
+enum give_up { OVERDUE, PAST_DEADLINE, NO_THREAD, INTERRUPTED };
+
+/* A job that did not come back in time. A reading gives up its figures; a
+ * release that returned, only the figures after it. A release under way
+ * is stuck only when it is overdue; one given up for any other reason (the
+ * grace is over, no thread is left, the run is interrupted) leaves its
+ * target as it was, to be killed (and released) as the rest of the run
+ * decides, but for one that never began for want of a thread. */
+static void give_up(struct act *a, struct job *j, int step, enum give_up why)
 {
 	struct mr_target *t = &a->run->targets[j->target];
-	bool started = step != STEP_QUEUED;
 
-	if (j->kind == JOB_READ) {
-		t->figures = MR_FIG_GIVEN_UP;
-	} else if (step == STEP_RELEASED) {
-		released(a, t, j);
-		t->figures = MR_FIG_GIVEN_UP;
-	} else if (started && !a->run->interrupted) {
+	a->retries += j->retries;
+	if (j->kind == JOB_READ || step == STEP_RELEASED) {
+		if (step == STEP_RELEASED)
+			released(a, t, j);
+		if (t->figures == MR_FIG_READ)
+			t->figures = MR_FIG_GIVEN_UP;
+	} else if (why == OVERDUE) {
 		mr_target_end(t, MR_FAILED, MR_R_STUCK, 0);
 		a->stuck++;
-	} else if (no_thread && !a->run->interrupted) {
+	} else if (why == NO_THREAD && step == STEP_QUEUED) {
 		mr_target_end(t, MR_FAILED, MR_R_NO_WORKER, 0);
 	}
 }
@@ -327,11 +342,11 @@ static int64_t overdue_at(const struct mr_run *run, struct job *j, int *step)
 	return INT64_MAX;
 }
 
-/* Run kind for the targets in items on the pool, a few jobs ahead of the
- * threads, until every one is done; or the deadline passes (the rest is
- * given up); or a job is overdue (it is given up, and a thread started in
- * its place); or a signal interrupts the run. Looked at every
- * MR_READ_BOUND_MS at least, as a job may begin at any time. */
+/* Run kind for the targets in items on the pool until every one is done;
+ * or the deadline passes (the rest is given up); or a job is overdue (it is
+ * given up, and a thread started in its place); or no thread is left; or a
+ * signal interrupts the run. Looked at every MR_READ_BOUND_MS at least, as
+ * a job may begin at any time. */
 static int run_jobs(struct act *a, enum job_kind kind, const size_t *items, size_t n,
 		    int64_t deadline)
 {
@@ -350,7 +365,7 @@ static int run_jobs(struct act *a, enum job_kind kind, const size_t *items, size
 	while (next < n || busy) {
 		int64_t wake, now = mr_now_us();
 		struct mr_job *done;
-		bool all, no_thread;
+		enum give_up why;
 		int step, r;
 
 		while (next < n && busy < window) {
@@ -362,6 +377,7 @@ static int run_jobs(struct act *a, enum job_kind kind, const size_t *items, size
 				mr_target_end(&run->targets[items[next]], MR_FAILED, MR_R_RELEASE, errno);
 			next++;
 			if (j) {
+				j->slot = busy;
 				out[busy++] = j;
 				mr_pool_submit(a->pool, &j->base);
 			}
@@ -369,37 +385,43 @@ static int run_jobs(struct act *a, enum job_kind kind, const size_t *items, size
 		if (!busy)
 			break;
 		wake = now + (int64_t)MR_READ_BOUND_MS * 1000;
-		for (size_t i = 0; i < busy; i++)
+		/* Readings are bounded by the deadline alone. */
+		for (size_t i = 0; kind == JOB_RELEASE && i < busy; i++)
 			if (overdue_at(run, out[i], &step) < wake)
 				wake = overdue_at(run, out[i], &step);
 		r = mr_pool_collect(a->pool, deadline < wake ? deadline : wake, &run->cfg.waitmask, &done);
 		for (struct mr_job *d = done, *dn; d; d = dn) {
+			struct job *j = (struct job *)d;
+
 			dn = d->next;
-			apply(a, (struct job *)d);
-			for (size_t i = 0; i < busy; i++)
-				if (&out[i]->base == d)
-					out[i] = out[--busy];
+			apply(a, j);
+			out[j->slot] = out[--busy];
+			out[j->slot]->slot = j->slot;
 			d->drop(d);
 		}
 		if (r == -EINTR)
 			run->interrupted = true;
 		now = mr_now_us();
-		no_thread = mr_pool_live(a->pool) == 0;
-		all = r == -EINTR || now >= deadline || no_thread;
+		why = run->interrupted ? INTERRUPTED : now >= deadline ? PAST_DEADLINE :
+		      mr_pool_live(a->pool) == 0 ? NO_THREAD : OVERDUE;
 		for (size_t i = 0; i < busy;) {
-			if (overdue_at(run, out[i], &step) > now && !all) {
+			bool overdue = overdue_at(run, out[i], &step) <= now;
+
+			if (!overdue && why == OVERDUE) {
 				i++;
 				continue;
 			}
-			give_up(a, out[i], step, no_thread);
+			give_up(a, out[i], step, overdue ? OVERDUE : why);
 			mr_pool_abandon(a->pool, &out[i]->base);
 			out[i] = out[--busy];
+			if (i < busy)
+				out[i]->slot = i;
 		}
-		if (all) {
+		if (why != OVERDUE) {
 			for (; next < n; next++)
 				if (kind == JOB_READ)
 					run->targets[items[next]].figures = MR_FIG_GIVEN_UP;
-				else if (no_thread && !run->interrupted)
+				else if (why == NO_THREAD)
 					mr_target_end(&run->targets[items[next]], MR_FAILED, MR_R_NO_WORKER, 0);
 			break;
 		}
@@ -458,10 +480,12 @@ static int by_pid(const void *x, const void *y)
 }
 
 /* What a listing of cgroup c holds that forbids killing it: mrelease, an
- * ancestor of it (pid 1 included), or a member outside our pid namespace.
- * Recorded in run->refused. */
-static bool check_listing(struct mr_run *run, int c, const struct mr_pidlist *l, size_t outside)
+ * ancestor of it, pid 1, or a member outside our pid namespace (a v1
+ * listing leaves those out: from a nested pid namespace, a v1 cgroup is
+ * not killed at all). Recorded in run->refused. */
+static bool check_listing(struct act *a, int c, const struct mr_pidlist *l, size_t outside)
 {
+	struct mr_run *run = a->run;
 	struct mr_refused *f = &run->refused;
 
 	*f = (struct mr_refused){ .cgroup = c };
@@ -474,12 +498,16 @@ static bool check_listing(struct mr_run *run, int c, const struct mr_pidlist *l,
 		else if (anc) {
 			f->what = MR_REFUSE_ANCESTOR;
 			memcpy(f->comm, anc->comm, sizeof(f->comm));
+		} else if (f->pid == 1) {
+			f->what = MR_REFUSE_INIT;
 		}
 	}
-	if (!f->what && outside) {
+	if (!f->what && outside)
 		f->what = MR_REFUSE_OUTSIDE;
+	else if (!f->what && !run->cgroups[c].v2 && a->nested)
+		f->what = MR_REFUSE_UNSEEN;
+	if (f->what == MR_REFUSE_OUTSIDE || f->what == MR_REFUSE_UNSEEN)
 		f->pid = 0;
-	}
 	return f->what != MR_REFUSE_NONE;
 }
 
@@ -528,8 +556,8 @@ static int gather(struct act *a, const struct mr_pidlist *named, struct pick **o
 		if ((r = mr_cgroup_members(cg, run->cfg.recursive, &l, &cg->outside))) {
 			snprintf(run->fatal, sizeof(run->fatal), "cgroup %s: cannot list its members",
 				 cg->path);
-		} else if (kills_cgroups(run) && check_listing(run, (int)c, &l, cg->outside)) {
-			r = -EPERM;
+		} else if (kills_cgroups(run) && check_listing(a, (int)c, &l, cg->outside)) {
+			r = -ECANCELED;
 		} else if (cg->outside) {
 			note(run, MR_N_OUTSIDE, (int)c, cg->outside, 0);
 		}
@@ -616,6 +644,8 @@ static int select_targets(struct act *a, const struct mr_pidlist *named)
 	size_t n;
 	int r;
 
+	if (kills_cgroups(run))
+		a->nested = mr_pidns_nested(run->cfg.proc);
 	if ((r = gather(a, named, &v, &n)))
 		return r;
 	a->room = mr_fd_room(run->cfg.proc, n, FD_RESERVE + run->threads * FD_PER_THREAD);
@@ -663,11 +693,14 @@ static int read_before(struct act *a)
 	return r;
 }
 
+/* The figures before the first signal, write or release: taken before the
+ * last check that the run may go on, so that they cannot delay an act
+ * after it. */
 static void begin(struct act *a)
 {
-	if (a->run->sent)
+	if (a->begun)
 		return;
-	a->run->sent = true;
+	a->begun = true;
 	a->act_start = mr_now_us();
 	mr_mem_available_kb(&a->run->mem_available_before_kb);
 	for (size_t c = 0; c < a->run->ncgroups; c++)
@@ -679,9 +712,10 @@ static bool send(struct act *a, struct mr_target *t, int sig)
 {
 	int r;
 
+	begin(a);
 	if (stopped(a))
 		return false;
-	begin(a);
+	a->run->sent = true;
 	if ((r = mr_pidfd_signal(t->pidfd, sig)) == 0) {
 		t->state = MR_SIGNALLED;
 		t->signal = sig;
@@ -832,88 +866,30 @@ static ssize_t find_target(const struct pidx *v, size_t n, pid_t pid)
 	return lo && v[lo - 1].pid == pid ? (ssize_t)v[lo - 1].i : -1;
 }
 
-/* Members of cgroup c in the listing l that are not targets yet, opened
- * (just before the kill, which leaves no time to read their figures). */
-static int open_newcomers(struct act *a, int c, const struct mr_pidlist *l)
+/* A target that no listing will make killable: one that failed already,
+ * or a kernel thread. */
+static bool unkillable(const struct mr_target *t)
 {
-	struct mr_target *t;
-	struct mr_run *run = a->run;
-	size_t had = run->ntargets;
-	struct pidx *idx = index_targets(run);
-	int r = idx ? 0 : -ENOMEM;
-
-	for (size_t i = 0; !r && i < l->len; i++) {
-		ssize_t k = find_target(idx, had, l->v[i].pid);
-
-		/* A target that failed already is not tried again; one that
-		 * ended otherwise had its pid taken by this newcomer. */
-		if (k < 0 || (ended(&run->targets[k]) && run->targets[k].state != MR_FAILED))
-			r = open_pick(a, &(struct pick){ .pid = l->v[i].pid, .cgroup = c }, &t);
-	}
-	for (size_t j = had; j < run->ntargets; j++)
-		run->targets[j].figures = MR_FIG_LATE;
-	free(idx);
-	return r;
-}
-
-/* The v2 contract: one write to cgroup.kill kills everything in the
- * subtree at that moment. Just before it, the cgroup is listed once more,
- * to refuse it if it now holds mrelease or an ancestor, and to report and
- * release what arrived since the first listing. */
-static int kill_by_file(struct act *a, int c)
-{
-	struct mr_run *run = a->run;
-	struct mr_cgroup *cg = &run->cgroups[c];
-	struct mr_pidlist l = { 0 };
-	int64_t done;
-	size_t outside;
-	int r;
-
-	if ((r = mr_cgroup_members(cg, true, &l, &outside)) == 0 &&
-	    !check_listing(run, c, &l, outside))
-		r = open_newcomers(a, c, &l);
-	else if (!r)
-		r = -EPERM;
-	mr_pidlist_free(&l);
-	if (r == -EPERM || r == -ENOMEM || stopped(a))
-		return r == -EPERM || r == -ENOMEM ? r : 0;
-	begin(a);
-	if (!r && !(r = mr_cgroup_kill(cg, &done))) {
-		cg->killed = true;
-		run->kill_us = done - run->cfg.start_us;
-		note(run, MR_N_CGKILL, c, 0, 0);
-	} else {
-		cg->kill_errnum = -r;
-		note(run, MR_N_KILL_FAILED, c, 0, -r);
-	}
-	for (size_t i = 0; i < run->ntargets; i++) {
-		struct mr_target *t = &run->targets[i];
-
-		if (t->cgroup != c || t->named || !to_kill(t))
-			continue;
-		if (cg->killed) {
-			t->state = MR_SIGNALLED;
-			t->signal = SIGKILL;
-		} else {
-			mr_target_end(t, MR_FAILED, MR_R_KILL, cg->kill_errnum);
-		}
-	}
-	return 0;
+	return t->state == MR_FAILED || t->reason == MR_R_KTHREAD;
 }
 
 /* The target that listed pid in cgroup c is: the run's, if it is still that
  * process (not reaped, so the pid is still its own) and not done with, or
- * one that failed already; else a new one, opened. NULL: none (no memory;
- * see *err). */
+ * one no listing will make killable; else a new one, opened. After
+ * cgroup.kill, a target not done with is the one listed even if it is gone
+ * now: the write killed it. (Were the pid reused by a newcomer between an
+ * exit and the listing, the write killed that one too; it would only go
+ * unreported.) NULL: none (no memory; see *err). */
 static struct mr_target *member_target(struct act *a, int c, const struct pidx *idx, size_t n,
 				       pid_t pid, int *err)
 {
 	struct mr_run *run = a->run;
 	ssize_t k = find_target(idx, n, pid);
 	struct mr_target *t = k < 0 || !run->targets ? NULL : &run->targets[k];
+	bool written = run->cgroups[c].killed;
 
-	if (t && (t->state == MR_FAILED ||
-		  (!ended(t) && t->pidfd >= 0 && mr_target_alive(t))))
+	if (t && (unkillable(t) ||
+		  (!ended(t) && t->pidfd >= 0 && (written || mr_target_alive(t)))))
 		return t;
 	if ((*err = open_pick(a, &(struct pick){ .pid = pid, .cgroup = c }, &t)) || !t)
 		return NULL;
@@ -921,9 +897,60 @@ static struct mr_target *member_target(struct act *a, int c, const struct pidx *
 	return t;
 }
 
+/* List cgroup c for its kill (round cg->rounds), and check the listing.
+ * 0; -ECANCELED: refused; another -errno: the listing failed, and with it
+ * the cgroup's kill. */
+static int relist(struct act *a, int c, struct mr_pidlist *l)
+{
+	struct mr_cgroup *cg = &a->run->cgroups[c];
+	bool recursive = cg->kill == MR_CGKILL_FILE || a->run->cfg.recursive;
+	size_t outside;
+	int r;
+
+	cg->rounds++;
+	if ((r = mr_cgroup_members(cg, recursive, l, &outside)))
+		cg->kill_errnum = -r;
+	else if (check_listing(a, c, l, outside))
+		r = -ECANCELED;
+	return r;
+}
+
+/* The v2 contract: one write to cgroup.kill kills everything in the
+ * subtree at that moment. The listing just before it is checked, and the
+ * members it found that are not targets yet are opened after it (the
+ * kill waits for nothing), to be released. */
+static int kill_by_file(struct act *a, int c)
+{
+	struct mr_run *run = a->run;
+	struct mr_cgroup *cg = &run->cgroups[c];
+	struct mr_pidlist l = { 0 };
+	size_t n = run->ntargets;
+	struct pidx *idx = NULL;
+	int64_t done;
+	int r;
+
+	begin(a);
+	if ((r = relist(a, c, &l)) || stopped(a))
+		goto out;
+	run->sent = true;
+	if ((r = mr_cgroup_kill(cg, &done))) {
+		cg->kill_errnum = -r;
+		goto out;
+	}
+	cg->killed = true;
+	run->kill_us = done - run->cfg.start_us;
+	r = (idx = index_targets(run)) ? 0 : -ENOMEM;
+	for (size_t i = 0; !r && i < l.len; i++)
+		member_target(a, c, idx, n, l.v[i].pid, &r);
+out:
+	free(idx);
+	mr_pidlist_free(&l);
+	return r == -ECANCELED || r == -ENOMEM ? r : 0;
+}
+
 /* One listing's kills: each member not killed yet, checked to be one still,
  * is sent SIGKILL. How many were killed now; in cg->remaining, how many
- * could not be. */
+ * cannot be. */
 static size_t kill_listed(struct act *a, int c, const struct mr_pidlist *l, int *err)
 {
 	struct mr_run *run = a->run;
@@ -938,9 +965,9 @@ static size_t kill_listed(struct act *a, int c, const struct mr_pidlist *l, int 
 
 		if (!t || t->signal == SIGKILL)
 			continue;
-		if (t->state != MR_FAILED && !ended(t) && still_member(run, t) && send(a, t, SIGKILL))
+		if (!unkillable(t) && !ended(t) && still_member(run, t) && send(a, t, SIGKILL))
 			fresh++;
-		cg->remaining += t->state == MR_FAILED;
+		cg->remaining += unkillable(t);
 	}
 	free(idx);
 	return fresh;
@@ -956,49 +983,60 @@ static int kill_until_empty(struct act *a, int c)
 	struct mr_run *run = a->run;
 	struct mr_cgroup *cg = &run->cgroups[c];
 	int64_t end = mr_now_us() + (int64_t)run->bound_ms * 1000;
-	size_t fresh = 1, outside;
+	size_t fresh = 1;
+	int r = 0;
 
-	while (fresh && cg->rounds < ROUNDS_MAX && mr_now_us() < end && !stopped(a)) {
+	begin(a);
+	while (!r && fresh && cg->rounds < ROUNDS_MAX && mr_now_us() < end && !stopped(a)) {
 		struct mr_pidlist l = { 0 };
-		int r;
 
-		cg->rounds++;
-		if ((r = mr_cgroup_members(cg, run->cfg.recursive, &l, &outside))) {
-			cg->kill_errnum = -r;
-			break;
-		}
-		if (check_listing(run, c, &l, outside))
-			r = -EPERM;
-		else
+		if (!(r = relist(a, c, &l)))
 			fresh = kill_listed(a, c, &l, &r);
 		mr_pidlist_free(&l);
-		if (r)
-			return r;
 	}
-	if (fresh && !cg->kill_errnum && !run->interrupted)
+	/* Still finding members to kill when the bound came. */
+	if (fresh && !r && !run->interrupted)
 		cg->remaining += fresh;
-	/* First-listing members that no later listing found: gone, or left. */
-	for (size_t i = 0; !run->interrupted && i < run->ntargets; i++) {
-		struct mr_target *t = &run->targets[i];
+	cg->killed = !r && !cg->remaining && !run->interrupted;
+	return r == -ECANCELED || r == -ENOMEM ? r : 0;
+}
 
-		if (t->cgroup == c && !t->named && to_kill(t) && mr_target_alive(t))
-			mr_target_end(t, MR_LEFT_OUT, MR_R_LEFT, 0);
-		else if (t->cgroup == c && !t->named && to_kill(t))
-			mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
+/* The fate of cgroup c's members its kill left as they were, and the note
+ * that says how it went. */
+static void settle(struct act *a, int c)
+{
+	struct mr_run *run = a->run;
+	struct mr_cgroup *cg = &run->cgroups[c];
+	bool file = cg->kill == MR_CGKILL_FILE;
+
+	for (size_t i = 0; i < run->ntargets; i++) {
+		struct mr_target *t = &run->targets[i];
+		bool alive;
+
+		if (t->cgroup != c || t->named || !to_kill(t))
+			continue;
+		alive = mr_target_alive(t);
+		if (file && cg->killed) {
+			t->state = MR_SIGNALLED;
+			t->signal = SIGKILL;
+		} else if (cg->kill_errnum) {
+			mr_target_end(t, MR_FAILED, MR_R_KILL, cg->kill_errnum);
+		} else {
+			/* Found by no later listing: left, or gone. */
+			mr_target_end(t, alive ? MR_LEFT_OUT : MR_EXITED, alive ? MR_R_LEFT : MR_R_NONE, 0);
+		}
 	}
-	if (run->interrupted)
-		return 0;
-	cg->killed = !cg->remaining && !cg->kill_errnum;
 	if (cg->kill_errnum)
 		note(run, MR_N_KILL_FAILED, c, 0, cg->kill_errnum);
+	else if (file)
+		note(run, MR_N_CGKILL, c, 0, 0);
 	else
 		note(run, cg->killed ? MR_N_UNTIL_EMPTY : MR_N_NOT_EMPTY, c,
 		     cg->killed ? cg->rounds : cg->remaining, 0);
-	return 0;
 }
 
 /* SIGKILL for each named target through its pidfd, then each cgroup by its
- * method. */
+ * method. -ECANCELED: a cgroup was refused, and the run stops there. */
 static int kill_all(struct act *a)
 {
 	struct mr_run *run = a->run;
@@ -1012,6 +1050,8 @@ static int kill_all(struct act *a)
 			r = kill_by_file(a, (int)c);
 		else
 			r = kill_until_empty(a, (int)c);
+		if (!r && !run->interrupted)
+			settle(a, (int)c);
 	}
 	return r;
 }
@@ -1026,8 +1066,10 @@ static int release(struct act *a, enum mr_state state)
 	if (!items)
 		return fatal(run, -ENOMEM, "target list");
 	qsort_r(items, n, sizeof(*items), by_rss_desc, run);
-	if (n)
+	if (n) {
 		begin(a);
+		run->sent = true;
+	}
 	r = run_jobs(a, JOB_RELEASE, items, n, INT64_MAX);
 	free(items);
 	return r;
@@ -1167,20 +1209,38 @@ static void ready(struct act *a)
 static int kill_run(struct act *a)
 {
 	struct mr_run *run = a->run;
-	int r;
+	int r, w;
 
 	if ((r = read_before(a)) || stopped(a))
 		return r;
 	if (run->cfg.grace && ((r = grace(a)) || run->interrupted))
 		return r;
-	if ((r = kill_all(a)) || run->interrupted)
+	/* Refused at a cgroup: what was killed before it is released. */
+	if (((r = kill_all(a)) && r != -ECANCELED) || run->interrupted)
 		return r;
-	return release(a, MR_SIGNALLED);
+	w = release(a, MR_SIGNALLED);
+	return w ? w : r;
 }
 
-/* What is left once the work is over: targets not done are interrupted (a
- * signal, or a cgroup refused once the run had begun, stopped it), and each
- * cgroup's members and results are counted. */
+/* Members found by a later listing were appended: the report goes by pid.
+ * Without memory for it, the order stays as selected. */
+static void sort_by_pid(struct mr_run *run)
+{
+	struct pidx *idx = index_targets(run);
+	struct mr_target *v = calloc(run->ntargets ? run->ntargets : 1, sizeof(*v));
+
+	for (size_t i = 0; idx && v && i < run->ntargets; i++)
+		v[i] = run->targets[idx[i].i];
+	if (idx && v && run->ntargets)
+		memcpy(run->targets, v, run->ntargets * sizeof(*v));
+	free(idx);
+	free(v);
+}
+
+/* What is left once the work is over: targets not done were stopped, by a
+ * signal or at a cgroup refused once the run had begun; each cgroup's
+ * members and results are counted; and the targets are put in pid order,
+ * for the report. */
 static void finish(struct act *a)
 {
 	struct mr_run *run = a->run;
@@ -1189,7 +1249,9 @@ static void finish(struct act *a)
 	for (size_t i = 0; i < run->ntargets; i++) {
 		struct mr_target *t = &run->targets[i];
 
-		if (!ended(t) && t->state != MR_PREDICTED) {
+		if (!ended(t) && t->state != MR_PREDICTED && run->refused.what) {
+			mr_target_end(t, MR_FAILED, MR_R_STOPPED, 0);
+		} else if (!ended(t) && t->state != MR_PREDICTED) {
 			t->state = MR_INTERRUPTED;
 			unfinished++;
 		}
@@ -1226,12 +1288,14 @@ static void finish(struct act *a)
 			cg->failed += t->state == MR_FAILED;
 		}
 	}
+	sort_by_pid(run);
 }
 
 /* Select, kill, release and wait, as run->cfg asks. Returns 0, with each
- * target's fate in it; -EPERM when a cgroup was refused (run->refused says
- * which and why; run->sent whether anything had gone out before); or
- * another -errno with run->fatal naming the step that failed. */
+ * target's fate in it; -ECANCELED when a cgroup was refused (run->refused
+ * says which and why; run->sent whether anything had gone out before, and
+ * then what was killed is released all the same); or another -errno with
+ * run->fatal naming the step that failed. */
 int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 {
 	struct act a = { .run = run };
@@ -1256,8 +1320,11 @@ int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 	} else if (!(r = read_before(&a))) {
 		r = release(&a, MR_OPENED);
 	}
-	if (!r && !run->interrupted && !run->cfg.dry_run)
-		r = wait_exits(&a);
+	if ((!r || (r == -ECANCELED && run->sent)) && !run->interrupted && !run->cfg.dry_run) {
+		int w = wait_exits(&a);
+
+		r = w ? w : r;
+	}
 	if (run->sent) {
 		run->elapsed_us = mr_now_us() - a.act_start;
 		mr_mem_available_kb(&run->mem_available_after_kb);

@@ -146,7 +146,9 @@ static int check_inode(const struct mr_run *run, struct mr_target *t, uint64_t w
 		mr_target_end(t, MR_FAILED, MR_R_INODE, 0);
 	else
 		return 0;
-	t->ino = want;
+	/* The report names the inode that was asked for. */
+	if (t->reason == MR_R_INODE)
+		t->ino = want;
 	return -EPERM;
 }
 

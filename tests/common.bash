@@ -196,22 +196,31 @@ freeze_victim() {
 	return 1
 }
 
-# Thaw, kill and remove every cgroup this test made, deepest first.
+# Thaw, kill and remove every cgroup this test made, with the subgroups it
+# made in them by hand, deepest first. Every one is thawed before any is
+# removed: a victim frozen in one cannot leave another.
 clean_cgroups() {
-	local i cg p n
+	local i cg d p n
+	for cg in "${TEST_CGROUPS[@]}"; do
+		[ -d "$cg" ] || continue
+		while IFS= read -r -d '' d; do
+			[ -f "$d/freezer.state" ] && echo THAWED >"$d/freezer.state"
+			[ -f "$d/cgroup.freeze" ] && echo 0 >"$d/cgroup.freeze"
+		done < <(find "$cg" -type d -print0)
+	done
 	for ((i = ${#TEST_CGROUPS[@]} - 1; i >= 0; i--)); do
 		cg=${TEST_CGROUPS[i]}
-		[ -d "$cg" ] || continue
-		[ -f "$cg/freezer.state" ] && echo THAWED >"$cg/freezer.state"
-		[ -f "$cg/cgroup.freeze" ] && echo 0 >"$cg/cgroup.freeze"
 		# Killed members take a moment to leave, and an emptied cgroup
 		# can stay busy a little longer: retry, bounded.
 		for ((n = 0; n < 200; n++)); do
-			while read -r p; do
-				is_victim "$p" && kill -9 "$p" 2>/dev/null
-			done <"$cg/cgroup.procs"
-			rmdir "$cg" 2>/dev/null && break
-			sleep 0.05
+			[ -d "$cg" ] || break
+			while IFS= read -r -d '' d; do
+				while read -r p; do
+					is_victim "$p" && kill -9 "$p" 2>/dev/null
+				done <"$d/cgroup.procs"
+				rmdir "$d" 2>/dev/null || true
+			done < <(find "$cg" -depth -type d -print0 2>/dev/null)
+			[ ! -d "$cg" ] || sleep 0.05
 		done
 		[ ! -d "$cg" ] || echo "could not remove $cg" >&2
 	done

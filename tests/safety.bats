@@ -334,6 +334,32 @@ rm_deep() {
 	json_ok '.cgroups[0].kill == null and .cgroups[0].remaining == 1'
 }
 
+@test "a listing that fails is a failed kill, not a refusal: v2 before the write, v1 between rounds" {
+	need_v2
+	need_v1_memory
+	cgroup_with_victim "$V2" -m 1
+	# The listing just before the write: no write, the member is not killed.
+	shim_env "openat:cgroup.procs:-13:2"
+	run -1 --separate-stderr "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --cgroup "$CG"
+	shim_fired
+	assert_regex "$stderr" "mrelease: cgroup $CG: its kill failed: Permission denied"
+	json_ok '.cgroups[0].kill == null and .cgroups[0].kill_error == "Permission denied"'
+	json_ok '.targets[0].status == "failed" and .targets[0].signal == null'
+	kill -0 "$VPID"
+	! sigkill_pending "$VPID"
+	# Round 2's listing fails after round 1 killed the member: not emptied.
+	start_victim -m 1
+	make_cgroup "$V1"
+	join "$CG" "$VPID"
+	shim_env "openat:cgroup.procs:-13:3"
+	run -64 --separate-stderr "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --cgroup "$CG"
+	shim_fired
+	assert_regex "$stderr" "mrelease: cgroup $CG: its kill failed: Permission denied"
+	json_ok '.cgroups[0].kill == null and .cgroups[0].kill_error == "Permission denied"'
+	json_ok '.targets[0].signal == "KILL"'
+	wait_until 100 bash -c "! kill -0 $VPID 2>/dev/null"
+}
+
 # --- contract 3: refusals ----------------------------------------------------
 
 @test "contract 3: a shell in the cgroup: refused before anything is sent, with the hint; its pipeline lives" {
@@ -362,6 +388,33 @@ rm_deep() {
 	run -2 --separate-stderr unshare --pid --fork --mount-proc "$MRELEASE" --kill --cgroup "$CG"
 	assert_equal "$stderr" "mrelease: cgroup $CG holds processes outside mrelease's pid namespace, whose ancestry it cannot check: refusing to kill it; run mrelease in the pid namespace that sees them all, e.g. on the host"
 	kill -0 "$VPID"
+}
+
+@test "contract 3: from inside a pid namespace, a cgroup that holds its pid 1 is refused" {
+	need_v2
+	make_cgroup "$V2"
+	unshare --pid --fork --mount-proc sleep 600 </dev/null >/dev/null 2>&1 3>&- &
+	local unshare=$! init=
+	wait_until 100 pgrep -P "$unshare" >/dev/null || fail "no pid namespace"
+	init=$(pgrep -P "$unshare")
+	at_teardown kill -9 "$init"
+	join "$CG" "$init"
+	# Entered from outside, mrelease's parent is not in the namespace: pid 1
+	# is no ancestor of it, and is refused as pid 1.
+	run -2 --separate-stderr nsenter -t "$init" -p -m "$MRELEASE" --kill --cgroup "$CG"
+	assert_equal "$stderr" "mrelease: cgroup $CG holds pid 1 of mrelease's pid namespace: refusing to kill it; run mrelease from the pid namespace above, e.g. on the host, where that process is not pid 1"
+	kill -0 "$init"
+}
+
+@test "contract 3: from a nested pid namespace, a v1 cgroup is refused: its listing hides the rest" {
+	need_v1_memory
+	start_victim -m 1
+	make_cgroup "$V1"
+	join "$CG" "$VPID"
+	run -2 --separate-stderr unshare --pid --fork --mount-proc "$MRELEASE" --kill --cgroup "$CG"
+	assert_equal "$stderr" "mrelease: cgroup $CG is a v1 cgroup and mrelease runs in a nested pid namespace: the listing leaves out the processes it cannot see: refusing to kill it; run mrelease in the initial pid namespace, e.g. on the host"
+	kill -0 "$VPID"
+	! sigkill_pending "$VPID"
 }
 
 @test "contract 3: the caller's shell joining before the write is found by the check just before it" {
@@ -395,8 +448,34 @@ rm_deep() {
 	shim_fired
 	assert_regex "$stderr" "rc=2 alive"
 	assert_regex "$stderr" "holds pid [0-9]+ \\(bash\\), an ancestor of mrelease now: stopped there, sending nothing more"
-	json_ok ".targets[0].pid == $VPID and .targets[0].signal == \"KILL\""
+	# What was killed before is released all the same.
+	json_ok ".targets[0].pid == $VPID and .targets[0].signal == \"KILL\" and .targets[0].status == \"released\""
+	json_ok '.cgroups[0].kill == null and .cgroups[0].kill_error == "refused"'
 	sigkill_pending "$VPID"
+	[ "$(rss_kb "$VPID")" -lt 1024 ]
+}
+
+@test "contract 3: refused once the run has begun: the named target killed is released, the member fails" {
+	need_v2
+	start_victim -m 8
+	local named=$VPID
+	freeze_victim "$named"
+	cgroup_with_victim "$V2" -m 1
+	# Listings: the selection's, then the one just before the write.
+	shim_env "openat:cgroup.procs:1000:2"
+	run -0 --separate-stderr timeout 30 bash -c '"${@:4}" --kill --json "$3" --cgroup "$1" & m=$!
+		until [ -s "$2" ]; do sleep 0.05; done
+		echo $$ >"$1/cgroup.procs"; wait $m; echo "rc=$? alive" >&2' \
+		bash "$CG" "$SHIM_FIRED" "$named" "${SHIM_ENV[@]}" "$MRELEASE"
+	shim_fired
+	assert_regex "$stderr" "rc=2 alive"
+	assert_regex "$stderr" "an ancestor of mrelease now: stopped there, sending nothing more"
+	json_ok "[.targets[] | select(.pid == $named and .signal == \"KILL\" and .status == \"released\")] | length == 1"
+	json_ok "[.targets[] | select(.pid == $VPID and .signal == null and .status == \"failed\" and .error == \"not killed: the run stopped at a cgroup it refused\")] | length == 1"
+	json_ok '.cgroups[0].kill_error == "refused"'
+	[ "$(rss_kb "$named")" -lt 1024 ]
+	kill -0 "$VPID"
+	! sigkill_pending "$VPID"
 }
 
 # --- contract 4: what is never a target --------------------------------------
@@ -434,6 +513,22 @@ rm_deep() {
 	kill -0 "${PIDS[0]}"
 	kill -0 "${PIDS[1]}"
 	json_ok '[.targets[].status] == ["interrupted", "interrupted"] and all(.targets[]; .signal == null)'
+}
+
+@test "contract 5: SIGINT while the figures before the first kill are taken: nothing is sent" {
+	need_v1_memory
+	start_victim -m 1
+	make_cgroup "$V1"
+	join "$CG" "$VPID"
+	# The cgroup's memory counter is first read just before the first kill.
+	shim_env "openat:*/memory.usage_in_bytes:1500:1"
+	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --cgroup "$CG"
+	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	kill -INT "$BG_PID"
+	bg_done 130
+	kill -0 "$VPID"
+	! sigkill_pending "$VPID"
+	json_ok '.targets[0].status == "interrupted" and .targets[0].signal == null'
 }
 
 @test "contract 5: SIGTERM during the grace: no SIGKILL follows, exit 143" {
@@ -566,6 +661,18 @@ in_pids_cgroup() {
 	sigkill_pending "$a"
 	sigkill_pending "$b"
 	[ "$(rss_kb "$a")" -lt 1024 ] || [ "$(rss_kb "$b")" -lt 1024 ]
+}
+
+@test "a release held past the end of the grace leaves its target to the kill: killed and released" {
+	start_victim -m 4 -T
+	freeze_victim "$VPID"
+	# The release tried right after TERM is held beyond the grace.
+	shim_env "process_mrelease:*:400:1"
+	run -0 --separate-stderr "${SHIM_ENV[@]}" "$MRELEASE" --kill --grace 0.1 --json "$VPID"
+	shim_fired
+	json_ok '.targets[0].signal == "KILL" and .targets[0].status == "released"'
+	sigkill_pending "$VPID"
+	[ "$(rss_kb "$VPID")" -lt 1024 ]
 }
 
 @test "a run locks its memory, lowers its OOM score where permitted, and uses small stacks" {
