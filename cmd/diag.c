@@ -108,8 +108,9 @@ static const struct {
 	[MR_REFUSE_INIT] = { "cgroup %g holds pid 1 of mrelease's pid namespace",
 			     "run mrelease from the pid namespace above, e.g. on the host, where "
 			     "that process is not pid 1" },
-	[MR_REFUSE_UNSEEN] = { "cgroup %g is a v1 cgroup and mrelease runs in a nested pid "
-			       "namespace: the listing leaves out the processes it cannot see",
+	[MR_REFUSE_UNSEEN] = { "cgroup %g is a v1 cgroup, and mrelease does not run in the "
+			       "initial pid namespace (or cannot tell): a v1 listing leaves out "
+			       "the processes a nested one cannot see",
 			       "run mrelease in the initial pid namespace, e.g. on the host" },
 };
 

@@ -311,7 +311,9 @@ static void give_up(struct act *a, struct job *j, int step, enum give_up why)
 {
 	struct mr_target *t = &a->run->targets[j->target];
 
-	a->retries += j->retries;
+	/* Until it has returned, the worker may still count its retries. */
+	if (step == STEP_RELEASED)
+		a->retries += j->retries;
 	if (j->kind == JOB_READ || step == STEP_RELEASED) {
 		if (step == STEP_RELEASED)
 			released(a, t, j);
@@ -897,55 +899,75 @@ static struct mr_target *member_target(struct act *a, int c, const struct pidx *
 	return t;
 }
 
-/* List cgroup c for its kill (round cg->rounds), and check the listing.
- * 0; -ECANCELED: refused; another -errno: the listing failed, and with it
- * the cgroup's kill. */
+static int by_spec_pid(const void *x, const void *y)
+{
+	const struct mr_pidspec *a = x, *b = y;
+
+	return (a->pid > b->pid) - (a->pid < b->pid);
+}
+
+/* List cgroup c for its kill (round cg->rounds), each pid once (a process
+ * that moves between two subgroups as they are read is listed twice), and
+ * check the listing. 0; -ECANCELED: refused; another -errno: the listing
+ * failed, and with it the cgroup's kill. */
 static int relist(struct act *a, int c, struct mr_pidlist *l)
 {
 	struct mr_cgroup *cg = &a->run->cgroups[c];
 	bool recursive = cg->kill == MR_CGKILL_FILE || a->run->cfg.recursive;
-	size_t outside;
+	size_t outside, k = 0;
 	int r;
 
 	cg->rounds++;
-	if ((r = mr_cgroup_members(cg, recursive, l, &outside)))
+	if ((r = mr_cgroup_members(cg, recursive, l, &outside))) {
 		cg->kill_errnum = -r;
-	else if (check_listing(a, c, l, outside))
-		r = -ECANCELED;
-	return r;
+		return r;
+	}
+	if (l->len)
+		qsort(l->v, l->len, sizeof(*l->v), by_spec_pid);
+	for (size_t i = 0; i < l->len; i++)
+		if (!k || l->v[k - 1].pid != l->v[i].pid)
+			l->v[k++] = l->v[i];
+	l->len = k;
+	return check_listing(a, c, l, outside) ? -ECANCELED : 0;
 }
 
 /* The v2 contract: one write to cgroup.kill kills everything in the
- * subtree at that moment. The listing just before it is checked, and the
- * members it found that are not targets yet are opened after it (the
- * kill waits for nothing), to be released. */
-static int kill_by_file(struct act *a, int c)
+ * subtree at that moment. The listing just before it is checked, and kept
+ * in *l: the members it found are opened after every write (open_listed),
+ * to be released. */
+static int kill_by_file(struct act *a, int c, struct mr_pidlist *l)
 {
 	struct mr_run *run = a->run;
 	struct mr_cgroup *cg = &run->cgroups[c];
-	struct mr_pidlist l = { 0 };
-	size_t n = run->ntargets;
-	struct pidx *idx = NULL;
 	int64_t done;
 	int r;
 
 	begin(a);
-	if ((r = relist(a, c, &l)) || stopped(a))
-		goto out;
+	if ((r = relist(a, c, l)) || stopped(a))
+		return r == -ECANCELED ? r : 0;
 	run->sent = true;
 	if ((r = mr_cgroup_kill(cg, &done))) {
 		cg->kill_errnum = -r;
-		goto out;
+		return 0;
 	}
 	cg->killed = true;
 	run->kill_us = done - run->cfg.start_us;
-	r = (idx = index_targets(run)) ? 0 : -ENOMEM;
-	for (size_t i = 0; !r && i < l.len; i++)
-		member_target(a, c, idx, n, l.v[i].pid, &r);
-out:
+	return 0;
+}
+
+/* The members of the listing l of cgroup c, killed by its write, that are
+ * not targets yet: opened, with no figures before. */
+static int open_listed(struct act *a, int c, const struct mr_pidlist *l)
+{
+	struct mr_run *run = a->run;
+	size_t n = run->ntargets;
+	struct pidx *idx = index_targets(run);
+	int r = idx ? 0 : fatal(run, -ENOMEM, "target list");
+
+	for (size_t i = 0; !r && i < l->len; i++)
+		member_target(a, c, idx, n, l->v[i].pid, &r);
 	free(idx);
-	mr_pidlist_free(&l);
-	return r == -ECANCELED || r == -ENOMEM ? r : 0;
+	return r;
 }
 
 /* One listing's kills: each member not killed yet, checked to be one still,
@@ -959,7 +981,7 @@ static size_t kill_listed(struct act *a, int c, const struct mr_pidlist *l, int 
 	struct pidx *idx = index_targets(run);
 
 	cg->remaining = 0;
-	*err = idx ? 0 : -ENOMEM;
+	*err = idx ? 0 : fatal(run, -ENOMEM, "target list");
 	for (size_t i = 0; !*err && i < l->len && !stopped(a); i++) {
 		struct mr_target *t = member_target(a, c, idx, n, l->v[i].pid, err);
 
@@ -982,18 +1004,22 @@ static int kill_until_empty(struct act *a, int c)
 {
 	struct mr_run *run = a->run;
 	struct mr_cgroup *cg = &run->cgroups[c];
-	int64_t end = mr_now_us() + (int64_t)run->bound_ms * 1000;
 	size_t fresh = 1;
+	int64_t end;
 	int r = 0;
 
 	begin(a);
-	while (!r && fresh && cg->rounds < ROUNDS_MAX && mr_now_us() < end && !stopped(a)) {
+	end = mr_now_us() + (int64_t)run->bound_ms * 1000;
+	while (!r && fresh && cg->rounds < ROUNDS_MAX && (!cg->rounds || mr_now_us() < end) &&
+	       !stopped(a)) {
 		struct mr_pidlist l = { 0 };
 
 		if (!(r = relist(a, c, &l)))
 			fresh = kill_listed(a, c, &l, &r);
 		mr_pidlist_free(&l);
 	}
+	if (r == -ENOMEM)
+		cg->kill_errnum = ENOMEM;
 	/* Still finding members to kill when the bound came. */
 	if (fresh && !r && !run->interrupted)
 		cg->remaining += fresh;
@@ -1011,19 +1037,19 @@ static void settle(struct act *a, int c)
 
 	for (size_t i = 0; i < run->ntargets; i++) {
 		struct mr_target *t = &run->targets[i];
-		bool alive;
 
 		if (t->cgroup != c || t->named || !to_kill(t))
 			continue;
-		alive = mr_target_alive(t);
 		if (file && cg->killed) {
 			t->state = MR_SIGNALLED;
 			t->signal = SIGKILL;
 		} else if (cg->kill_errnum) {
 			mr_target_end(t, MR_FAILED, MR_R_KILL, cg->kill_errnum);
-		} else {
+		} else if (mr_target_alive(t)) {
 			/* Found by no later listing: left, or gone. */
-			mr_target_end(t, alive ? MR_LEFT_OUT : MR_EXITED, alive ? MR_R_LEFT : MR_R_NONE, 0);
+			mr_target_end(t, MR_LEFT_OUT, MR_R_LEFT, 0);
+		} else {
+			mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
 		}
 	}
 	if (cg->kill_errnum)
@@ -1035,25 +1061,51 @@ static void settle(struct act *a, int c)
 		     cg->killed ? cg->rounds : cg->remaining, 0);
 }
 
-/* SIGKILL for each named target through its pidfd, then each cgroup by its
- * method. -ECANCELED: a cgroup was refused, and the run stops there. */
+/* SIGKILL for each named target through its pidfd, then the writes to
+ * cgroup.kill (one syscall each: nothing is opened before them), then the
+ * cgroups killed until empty; then the members the writes killed are
+ * opened, and every cgroup acted on is settled. -ECANCELED: a cgroup was
+ * refused, and the run stops there; -ENOMEM. */
 static int kill_all(struct act *a)
 {
 	struct mr_run *run = a->run;
-	int r = 0;
+	struct mr_pidlist *lists = calloc(run->ncgroups ? run->ncgroups : 1, sizeof(*lists));
+	int r = lists ? 0 : fatal(run, -ENOMEM, "target list");
 
-	for (size_t i = 0; i < run->ntargets && !stopped(a); i++)
+	for (size_t i = 0; !r && i < run->ntargets && !stopped(a); i++)
 		if (run->targets[i].named && to_kill(&run->targets[i]))
 			send(a, &run->targets[i], SIGKILL);
-	for (size_t c = 0; c < run->ncgroups && !r && !stopped(a); c++) {
+	for (size_t c = 0; !r && c < run->ncgroups && !stopped(a); c++)
 		if (run->cgroups[c].kill == MR_CGKILL_FILE)
-			r = kill_by_file(a, (int)c);
-		else
+			r = kill_by_file(a, (int)c, &lists[c]);
+	for (size_t c = 0; !r && c < run->ncgroups && !stopped(a); c++)
+		if (run->cgroups[c].kill == MR_CGKILL_UNTIL_EMPTY)
 			r = kill_until_empty(a, (int)c);
-		if (!r && !run->interrupted)
+	/* What a write killed is killed, whatever stopped the run since; a
+	 * kill that failed has failed. */
+	for (size_t c = 0; lists && c < run->ncgroups; c++) {
+		struct mr_cgroup *cg = &run->cgroups[c];
+		int e = 0;
+
+		if (cg->killed && cg->kill == MR_CGKILL_FILE && r != -ENOMEM && !run->interrupted)
+			e = open_listed(a, (int)c, &lists[c]);
+		if (cg->killed || cg->kill_errnum ||
+		    (cg->rounds && !run->interrupted && r != -ECANCELED))
 			settle(a, (int)c);
+		r = r ? r : e;
+		mr_pidlist_free(&lists[c]);
 	}
+	free(lists);
 	return r;
+}
+
+/* After a cgroup refused once the run had begun: what was not killed is
+ * not, and is not released either. */
+static void stop_rest(struct mr_run *run)
+{
+	for (size_t i = 0; i < run->ntargets; i++)
+		if (to_kill(&run->targets[i]))
+			mr_target_end(&run->targets[i], MR_FAILED, MR_R_STOPPED, 0);
 }
 
 /* Release what is to be released, largest first. */
@@ -1215,8 +1267,11 @@ static int kill_run(struct act *a)
 		return r;
 	if (run->cfg.grace && ((r = grace(a)) || run->interrupted))
 		return r;
-	/* Refused at a cgroup: what was killed before it is released. */
-	if (((r = kill_all(a)) && r != -ECANCELED) || run->interrupted)
+	/* Refused at a cgroup, or short of memory: what was killed is
+	 * released all the same. */
+	if ((r = kill_all(a)) == -ECANCELED)
+		stop_rest(run);
+	if (run->interrupted)
 		return r;
 	w = release(a, MR_SIGNALLED);
 	return w ? w : r;
@@ -1237,10 +1292,9 @@ static void sort_by_pid(struct mr_run *run)
 	free(v);
 }
 
-/* What is left once the work is over: targets not done were stopped, by a
- * signal or at a cgroup refused once the run had begun; each cgroup's
- * members and results are counted; and the targets are put in pid order,
- * for the report. */
+/* What is left once the work is over: targets not done were interrupted;
+ * each cgroup's members and results are counted; and the targets are put
+ * in pid order, for the report. */
 static void finish(struct act *a)
 {
 	struct mr_run *run = a->run;
@@ -1249,9 +1303,7 @@ static void finish(struct act *a)
 	for (size_t i = 0; i < run->ntargets; i++) {
 		struct mr_target *t = &run->targets[i];
 
-		if (!ended(t) && t->state != MR_PREDICTED && run->refused.what) {
-			mr_target_end(t, MR_FAILED, MR_R_STOPPED, 0);
-		} else if (!ended(t) && t->state != MR_PREDICTED) {
+		if (!ended(t) && t->state != MR_PREDICTED) {
 			t->state = MR_INTERRUPTED;
 			unfinished++;
 		}

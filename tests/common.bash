@@ -118,7 +118,7 @@ rss_kb() {
 kill_victims() {
 	local p
 	for p in "${VICTIMS[@]}"; do
-		is_victim "$p" && kill -9 "$p" 2>/dev/null
+		{ is_victim "$p" && kill -9 "$p"; } 2>/dev/null || true
 	done
 	VICTIMS=()
 	return 0
@@ -216,7 +216,7 @@ clean_cgroups() {
 			[ -d "$cg" ] || break
 			while IFS= read -r -d '' d; do
 				while read -r p; do
-					is_victim "$p" && kill -9 "$p" 2>/dev/null
+					{ is_victim "$p" && kill -9 "$p"; } 2>/dev/null || true
 				done <"$d/cgroup.procs"
 				rmdir "$d" 2>/dev/null || true
 			done < <(find "$cg" -depth -type d -print0 2>/dev/null)

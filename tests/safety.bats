@@ -167,8 +167,8 @@ need_v1_memory() {
 	wait_until 40 at_least 3 "$CG" || fail "no fork in the grace"
 	bg_done 0
 	empty_cgroup "$CG"
-	! kill -0 "$a" 2>/dev/null
-	! kill -0 "$b" 2>/dev/null
+	! kill -0 "$a" 2>/dev/null || fail "pid $a lives"
+	! kill -0 "$b" 2>/dev/null || fail "pid $b lives"
 	json_ok '.cgroups[0].kill == "cgroup.kill" and .summary.failed == 0'
 	json_ok "any(.targets[]; .pid == $b)"
 }
@@ -288,6 +288,20 @@ rm_deep() {
 	json_ok "[.targets[].pid] == [$a]"
 }
 
+@test "contract 2: kill until empty lists at least once, however long the figures before it took" {
+	need_v1_memory
+	start_victim -m 1
+	make_cgroup "$V1"
+	join "$CG" "$VPID"
+	# The counter read just before the first kill outlasts the bound (1 s
+	# with --wait 0).
+	shim_env "openat:*/memory.usage_in_bytes:1500:1"
+	run -0 --separate-stderr "${SHIM_ENV[@]}" "$MRELEASE" --kill --wait 0 --json --cgroup "$CG"
+	shim_fired
+	json_ok '.targets[0].signal == "KILL" and .cgroups[0].kill == "until empty"'
+	wait_until 100 bash -c "! kill -0 $VPID 2>/dev/null"
+}
+
 @test "contract 2: v1 under --grace, a child forked in the grace dies though its parent exited" {
 	need_v1_memory
 	start_victim -m 2 -e -u
@@ -346,7 +360,7 @@ rm_deep() {
 	json_ok '.cgroups[0].kill == null and .cgroups[0].kill_error == "Permission denied"'
 	json_ok '.targets[0].status == "failed" and .targets[0].signal == null'
 	kill -0 "$VPID"
-	! sigkill_pending "$VPID"
+	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 	# Round 2's listing fails after round 1 killed the member: not emptied.
 	start_victim -m 1
 	make_cgroup "$V1"
@@ -412,9 +426,9 @@ rm_deep() {
 	make_cgroup "$V1"
 	join "$CG" "$VPID"
 	run -2 --separate-stderr unshare --pid --fork --mount-proc "$MRELEASE" --kill --cgroup "$CG"
-	assert_equal "$stderr" "mrelease: cgroup $CG is a v1 cgroup and mrelease runs in a nested pid namespace: the listing leaves out the processes it cannot see: refusing to kill it; run mrelease in the initial pid namespace, e.g. on the host"
+	assert_equal "$stderr" "mrelease: cgroup $CG is a v1 cgroup, and mrelease does not run in the initial pid namespace (or cannot tell): a v1 listing leaves out the processes a nested one cannot see: refusing to kill it; run mrelease in the initial pid namespace, e.g. on the host"
 	kill -0 "$VPID"
-	! sigkill_pending "$VPID"
+	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 }
 
 @test "contract 3: the caller's shell joining before the write is found by the check just before it" {
@@ -475,7 +489,33 @@ rm_deep() {
 	json_ok '.cgroups[0].kill_error == "refused"'
 	[ "$(rss_kb "$named")" -lt 1024 ]
 	kill -0 "$VPID"
-	! sigkill_pending "$VPID"
+	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
+}
+
+@test "contract 3: refused at a v1 cgroup after a v2 write: what the write killed is released, not 'stopped'" {
+	need_v2
+	need_v1_memory
+	cgroup_with_victim "$V2" -m 8
+	local a=$VPID v2cg=$CG
+	freeze_victim "$a"
+	start_victim -m 1
+	make_cgroup "$V1"
+	join "$CG" "$VPID"
+	# Listings: the selection's two, the one before the write, then round 1
+	# of the v1 cgroup: held, while the caller's shell joins it.
+	shim_env "openat:cgroup.procs:1000:4"
+	run -0 --separate-stderr timeout 30 bash -c '"${@:4}" --kill --json --cgroup "$3" --cgroup "$1" & m=$!
+		until [ -s "$2" ]; do sleep 0.05; done
+		echo $$ >"$1/cgroup.procs"; wait $m; echo "rc=$? alive" >&2' \
+		bash "$CG" "$SHIM_FIRED" "$v2cg" "${SHIM_ENV[@]}" "$MRELEASE"
+	shim_fired
+	assert_regex "$stderr" "rc=2 alive"
+	json_ok "[.targets[] | select(.pid == $a and .signal == \"KILL\" and .status == \"released\")] | length == 1"
+	json_ok "[.targets[] | select(.pid == $VPID and .status == \"failed\" and .signal == null)] | length == 1"
+	json_ok '.cgroups[0].kill == "cgroup.kill" and .cgroups[1].kill_error == "refused"'
+	[ "$(rss_kb "$a")" -lt 1024 ]
+	kill -0 "$VPID"
+	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 }
 
 # --- contract 4: what is never a target --------------------------------------
@@ -527,7 +567,7 @@ rm_deep() {
 	kill -INT "$BG_PID"
 	bg_done 130
 	kill -0 "$VPID"
-	! sigkill_pending "$VPID"
+	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 	json_ok '.targets[0].status == "interrupted" and .targets[0].signal == null'
 }
 
@@ -539,7 +579,7 @@ rm_deep() {
 	kill -TERM "$BG_PID"
 	bg_done 143
 	kill -0 "$VPID"
-	! sigkill_pending "$VPID"
+	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 	json_ok '.targets[0].status == "interrupted" and .targets[0].signal == "TERM"'
 }
 
