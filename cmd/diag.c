@@ -47,7 +47,7 @@ static const struct text note_texts[] = {
 	[MR_N_RETRIES] = { false, "process_mrelease was retried %n time%s", NULL },
 	[MR_N_NOSYS] = { true, "process_mrelease is not available (Linux before 5.15, or a "
 			 "seccomp filter); waited for the targets to exit instead", NULL },
-	[MR_N_GRACE_END] = { false, "pid %p%C did not exit within %t of %S", NULL },
+	[MR_N_GRACE_END] = { false, "pid %p%C ignored %S for %t; sending KILL", NULL },
 	[MR_N_NOT_DYING] = { false, "%n not dying; left alone", NULL },
 	[MR_N_INTERRUPTED] = { true, "interrupted with %n target%s unfinished; sent nothing "
 			       "more; reporting what was done",

@@ -605,10 +605,11 @@ static struct mr_target *add_target(struct act *a, const struct mr_target *t)
 	return &run->targets[run->ntargets++];
 }
 
-/* Open a pick into a target, in *out. A named pid with no process is kept
- * only as a number (a list of a million of them stays small): then *out is
- * NULL. */
-static int open_pick(struct act *a, const struct pick *p, struct mr_target **out)
+/* Open a pick into a target, in *out; pidfd: one opened for it already
+ * (counted in the room then, and taken over), or -1. A named pid with no
+ * process is kept only as a number (a list of a million of them stays
+ * small): then *out is NULL. */
+static int open_pick(struct act *a, const struct pick *p, int pidfd, struct mr_target **out)
 {
 	struct mr_run *run = a->run;
 	struct mr_target t;
@@ -617,11 +618,19 @@ static int open_pick(struct act *a, const struct pick *p, struct mr_target **out
 	mr_target_init(&t, p->pid, p->cgroup);
 	t.named = p->named;
 	t.stdin = p->stdin;
-	if (a->room)
+	t.pidfd = pidfd;
+	if (a->room || pidfd >= 0)
 		mr_target_open(run, &t, p->ino);
 	else
 		mr_target_end(&t, MR_FAILED, MR_R_OPEN, EMFILE);
-	a->room -= t.pidfd >= 0;
+	if (pidfd < 0)
+		a->room -= t.pidfd >= 0;
+	else
+		a->room += t.pidfd < 0;
+	/* Opened while it was a member, gone since: it exited (of the kill
+	 * that followed, or by itself). */
+	if (pidfd >= 0 && t.state == MR_LEFT_OUT && t.reason == MR_R_GONE)
+		mr_target_end(&t, MR_EXITED, MR_R_NONE, 0);
 	if (t.state == MR_FAILED && t.reason == MR_R_NO_PROCESS) {
 		pid_t *m = reallocarray(run->missing, run->nmissing + 1, sizeof(*m));
 
@@ -652,7 +661,7 @@ static int select_targets(struct act *a, const struct mr_pidlist *named)
 		return r;
 	a->room = mr_fd_room(run->cfg.proc, n, FD_RESERVE + run->threads * FD_PER_THREAD);
 	for (size_t i = 0; !r && i < n; i++)
-		r = open_pick(a, &v[i], &t);
+		r = open_pick(a, &v[i], -1, &t);
 	free(v);
 	return r;
 }
@@ -875,28 +884,29 @@ static bool unkillable(const struct mr_target *t)
 	return t->state == MR_FAILED || t->reason == MR_R_KTHREAD;
 }
 
-/* The target that listed pid in cgroup c is: the run's, if it is still that
- * process (not reaped, so the pid is still its own) and not done with, or
- * one no listing will make killable; else a new one, opened. After
- * cgroup.kill, a target not done with is the one listed even if it is gone
- * now: the write killed it. (Were the pid reused by a newcomer between an
- * exit and the listing, the write killed that one too; it would only go
- * unreported.) NULL: none (no memory; see *err). */
-static struct mr_target *member_target(struct act *a, int c, const struct pidx *idx, size_t n,
-				       pid_t pid, int *err)
+/* The target among the first n indexed that pid, listed in cgroup c, is
+ * already: one not done with that is still that process (not reaped, so
+ * the pid is still its own), or one no listing will make killable. NULL:
+ * none, the pid is a newcomer. */
+static struct mr_target *listed_target(struct act *a, const struct pidx *idx, size_t n, pid_t pid)
 {
-	struct mr_run *run = a->run;
 	ssize_t k = find_target(idx, n, pid);
-	struct mr_target *t = k < 0 || !run->targets ? NULL : &run->targets[k];
-	bool written = run->cgroups[c].killed;
+	struct mr_target *t = k < 0 || !a->run->targets ? NULL : &a->run->targets[k];
 
-	if (t && (unkillable(t) ||
-		  (!ended(t) && t->pidfd >= 0 && (written || mr_target_alive(t)))))
+	if (t && (unkillable(t) || (!ended(t) && t->pidfd >= 0 && mr_target_alive(t))))
 		return t;
-	if ((*err = open_pick(a, &(struct pick){ .pid = pid, .cgroup = c }, &t)) || !t)
-		return NULL;
-	t->figures = MR_FIG_LATE;
-	return t;
+	return NULL;
+}
+
+/* A newcomer listed in cgroup c, opened (through pidfd, if one was opened
+ * for it already, else -1): in *out, or NULL. */
+static int open_newcomer(struct act *a, int c, pid_t pid, int pidfd, struct mr_target **out)
+{
+	int r = open_pick(a, &(struct pick){ .pid = pid, .cgroup = c }, pidfd, out);
+
+	if (*out)
+		(*out)->figures = MR_FIG_LATE;
+	return r;
 }
 
 static int by_spec_pid(const void *x, const void *y)
@@ -931,11 +941,49 @@ static int relist(struct act *a, int c, struct mr_pidlist *l)
 	return check_listing(a, c, l, outside) ? -ECANCELED : 0;
 }
 
+/* The listing of a cgroup just before its write, and for each pid in it:
+ * NOT_NEW for a target already, else a pidfd opened before the write, or
+ * -1. */
+struct listed {
+	struct mr_pidlist l;
+	int *fds;
+};
+enum { NOT_NEW = -2 };
+
+/* Tell the newcomers in x's listing, and give each a pidfd as far as the
+ * room allows: a syscall each, and nothing read, so that one killed and
+ * reaped at once is still reported. */
+static void hold_newcomers(struct act *a, struct listed *x)
+{
+	struct pidx *idx = index_targets(a->run);
+
+	x->fds = idx ? malloc((x->l.len ? x->l.len : 1) * sizeof(*x->fds)) : NULL;
+	for (size_t i = 0; x->fds && i < x->l.len; i++) {
+		pid_t pid = x->l.v[i].pid;
+
+		x->fds[i] = listed_target(a, idx, a->run->ntargets, pid) ? NOT_NEW : -1;
+		if (x->fds[i] == -1 && a->room && (x->fds[i] = mr_sys_pidfd_open(pid)) >= 0)
+			a->room--;
+	}
+	free(idx);
+}
+
+static void listed_free(struct act *a, struct listed *x)
+{
+	for (size_t i = 0; x->fds && i < x->l.len; i++)
+		if (x->fds[i] >= 0) {
+			close(x->fds[i]);
+			a->room++;
+		}
+	free(x->fds);
+	mr_pidlist_free(&x->l);
+}
+
 /* The v2 contract: one write to cgroup.kill kills everything in the
  * subtree at that moment. The listing just before it is checked, and kept
- * in *l: the members it found are opened after every write (open_listed),
- * to be released. */
-static int kill_by_file(struct act *a, int c, struct mr_pidlist *l)
+ * in *x, with a pidfd for each newcomer: the members it found are opened
+ * after every write (open_listed), to be released. */
+static int kill_by_file(struct act *a, int c, struct listed *x)
 {
 	struct mr_run *run = a->run;
 	struct mr_cgroup *cg = &run->cgroups[c];
@@ -943,8 +991,11 @@ static int kill_by_file(struct act *a, int c, struct mr_pidlist *l)
 	int r;
 
 	begin(a);
-	if ((r = relist(a, c, l)) || stopped(a))
+	if ((r = relist(a, c, &x->l)))
 		return r == -ECANCELED ? r : 0;
+	hold_newcomers(a, x);
+	if (stopped(a))
+		return 0;
 	run->sent = true;
 	if ((r = mr_cgroup_kill(cg, &done))) {
 		cg->kill_errnum = -r;
@@ -955,18 +1006,19 @@ static int kill_by_file(struct act *a, int c, struct mr_pidlist *l)
 	return 0;
 }
 
-/* The members of the listing l of cgroup c, killed by its write, that are
- * not targets yet: opened, with no figures before. */
-static int open_listed(struct act *a, int c, const struct mr_pidlist *l)
+/* The newcomers of cgroup c listed in x, killed by its write: opened, with
+ * no figures before. */
+static int open_listed(struct act *a, int c, struct listed *x)
 {
-	struct mr_run *run = a->run;
-	size_t n = run->ntargets;
-	struct pidx *idx = index_targets(run);
-	int r = idx ? 0 : fatal(run, -ENOMEM, "target list");
+	int r = x->fds ? 0 : fatal(a->run, -ENOMEM, "target list");
+	struct mr_target *t;
 
-	for (size_t i = 0; !r && i < l->len; i++)
-		member_target(a, c, idx, n, l->v[i].pid, &r);
-	free(idx);
+	for (size_t i = 0; !r && i < x->l.len; i++) {
+		if (x->fds[i] == NOT_NEW)
+			continue;
+		r = open_newcomer(a, c, x->l.v[i].pid, x->fds[i], &t);
+		x->fds[i] = NOT_NEW;
+	}
 	return r;
 }
 
@@ -983,8 +1035,10 @@ static size_t kill_listed(struct act *a, int c, const struct mr_pidlist *l, int 
 	cg->remaining = 0;
 	*err = idx ? 0 : fatal(run, -ENOMEM, "target list");
 	for (size_t i = 0; !*err && i < l->len && !stopped(a); i++) {
-		struct mr_target *t = member_target(a, c, idx, n, l->v[i].pid, err);
+		struct mr_target *t = listed_target(a, idx, n, l->v[i].pid);
 
+		if (!t && (*err = open_newcomer(a, c, l->v[i].pid, -1, &t)))
+			break;
 		if (!t || t->signal == SIGKILL)
 			continue;
 		if (!unkillable(t) && !ended(t) && still_member(run, t) && send(a, t, SIGKILL))
@@ -1062,14 +1116,14 @@ static void settle(struct act *a, int c)
 }
 
 /* SIGKILL for each named target through its pidfd, then the writes to
- * cgroup.kill (one syscall each: nothing is opened before them), then the
- * cgroups killed until empty; then the members the writes killed are
- * opened, and every cgroup acted on is settled. -ECANCELED: a cgroup was
+ * cgroup.kill (before each, nothing is read: newcomers get a pidfd, no
+ * more), then the cgroups killed until empty; then the members the writes
+ * killed are opened, and every cgroup acted on is settled. -ECANCELED: a cgroup was
  * refused, and the run stops there; -ENOMEM. */
 static int kill_all(struct act *a)
 {
 	struct mr_run *run = a->run;
-	struct mr_pidlist *lists = calloc(run->ncgroups ? run->ncgroups : 1, sizeof(*lists));
+	struct listed *lists = calloc(run->ncgroups ? run->ncgroups : 1, sizeof(*lists));
 	int r = lists ? 0 : fatal(run, -ENOMEM, "target list");
 
 	for (size_t i = 0; !r && i < run->ntargets && !stopped(a); i++)
@@ -1093,7 +1147,7 @@ static int kill_all(struct act *a)
 		    (cg->rounds && !run->interrupted && r != -ECANCELED))
 			settle(a, (int)c);
 		r = r ? r : e;
-		mr_pidlist_free(&lists[c]);
+		listed_free(a, &lists[c]);
 	}
 	free(lists);
 	return r;
@@ -1292,13 +1346,32 @@ static void sort_by_pid(struct mr_run *run)
 	free(v);
 }
 
+/* Whether a target with this pid was sent SIGKILL (targets in pid order). */
+static bool got_kill(const struct mr_run *run, pid_t pid)
+{
+	size_t lo = 0, hi = run->ntargets;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (run->targets[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < run->ntargets && run->targets[lo].pid == pid; lo++)
+		if (run->targets[lo].signal == SIGKILL)
+			return true;
+	return false;
+}
+
 /* What is left once the work is over: targets not done were interrupted;
  * each cgroup's members and results are counted; and the targets are put
  * in pid order, for the report. */
 static void finish(struct act *a)
 {
 	struct mr_run *run = a->run;
-	size_t unfinished = 0, undying = 0, given_up = 0;
+	size_t unfinished = 0, undying = 0, given_up = 0, kept = 0;
 
 	for (size_t i = 0; i < run->ntargets; i++) {
 		struct mr_target *t = &run->targets[i];
@@ -1341,6 +1414,12 @@ static void finish(struct act *a)
 		}
 	}
 	sort_by_pid(run);
+	/* A note that the grace ended says a KILL follows: kept where one did
+	 * (a signal, or a cgroup refused, can stop the run before it). */
+	for (size_t i = 0; i < run->nnotes; i++)
+		if (run->notes[i].kind != MR_N_GRACE_END || got_kill(run, run->notes[i].pid))
+			run->notes[kept++] = run->notes[i];
+	run->nnotes = kept;
 }
 
 /* Select, kill, release and wait, as run->cfg asks. Returns 0, with each

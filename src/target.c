@@ -77,6 +77,7 @@ const struct mr_ancestor *mr_ancestor_of(const struct mr_run *run, pid_t pid)
  * out, for nobody asked for it by number. */
 static int refuse(struct mr_target *t, enum mr_reason reason)
 {
+	mr_target_close(t);
 	mr_target_end(t, t->named && !t->stdin ? MR_FAILED : MR_LEFT_OUT, reason, 0);
 	return -EPERM;
 }
@@ -114,7 +115,7 @@ static int open_pidfd(const struct mr_run *run, struct mr_target *t)
 {
 	int e;
 
-	if ((t->pidfd = mr_sys_pidfd_open(t->pid)) >= 0)
+	if (t->pidfd >= 0 || (t->pidfd = mr_sys_pidfd_open(t->pid)) >= 0)
 		return 0;
 	e = errno;
 	if (e == ESRCH && t->named)

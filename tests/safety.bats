@@ -518,6 +518,23 @@ rm_deep() {
 	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 }
 
+@test "contract 3: refused after the grace: no note claims a KILL, the member keeps only TERM" {
+	need_v2
+	cgroup_with_victim "$V2" -m 1 -T
+	shim_env "openat:cgroup.procs:1000:2"
+	run -0 --separate-stderr timeout 30 bash -c '"${@:3}" --kill --grace 0.2 --verbose --json --cgroup "$1" & m=$!
+		until [ -s "$2" ]; do sleep 0.05; done
+		echo $$ >"$1/cgroup.procs"; wait $m; echo "rc=$? alive" >&2' \
+		bash "$CG" "$SHIM_FIRED" "${SHIM_ENV[@]}" "$MRELEASE"
+	shim_fired
+	assert_regex "$stderr" "rc=2 alive"
+	assert_regex "$stderr" "stopped there, sending nothing more"
+	refute_regex "$stderr" "sending KILL"
+	json_ok ".targets[0].pid == $VPID and .targets[0].signal == \"TERM\" and .targets[0].status == \"failed\""
+	kill -0 "$VPID"
+	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
+}
+
 # --- contract 4: what is never a target --------------------------------------
 
 @test "contract 4: a named ancestor fails with its name; pid 1 and mrelease are refused" {
