@@ -117,7 +117,8 @@ static int64_t known(int64_t v)
 }
 
 /* The figures in a smaps_rollup, status or statm text; a line that is not
- * there counts 0 (a process without an address space has none of them). */
+ * there counts 0 (a process without an address space has none of them).
+ * statm always has its numbers: one that is not there is unknown. */
 void mr_parse_mem(const char *buf, enum mr_measure_mode mode, struct mr_mem *mem)
 {
 	mr_mem_unknown(mem);
