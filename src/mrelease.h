@@ -94,7 +94,8 @@ enum mr_figures {
 	MR_FIG_ERRNO,     /* fig_file could not be read: fig_errnum */
 	MR_FIG_GIVEN_UP,  /* not read within MR_READ_BOUND_MS */
 	MR_FIG_NO_THREAD, /* no worker thread to read them without delaying the kill */
-	MR_FIG_LATE,      /* found by a later listing of a cgroup killed until empty */
+	MR_FIG_LATE,      /* found by a listing after the selection (kill until
+	                   * empty, or the one just before a cgroup.kill write) */
 };
 
 struct mr_mem {
@@ -143,7 +144,7 @@ struct mr_cgroup {
 	enum mr_cgkill kill;
 	bool killed;       /* cgroup.kill was written, or kill-until-empty ended empty */
 	int kill_errnum;   /* the write to cgroup.kill, or the listing, failed */
-	unsigned int rounds;  /* kill until empty: listings */
+	unsigned int rounds;  /* listings made for its kill, by either method */
 	size_t remaining;  /* members not killed when kill-until-empty stopped */
 	size_t outside;    /* members outside our pid namespace (listed as 0) */
 	size_t members, released, failed, left_out;

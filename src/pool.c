@@ -54,7 +54,7 @@ struct mr_pool {
 	struct mr_job *queue, **tail; /* waiting to run */
 	struct mr_job *done;          /* done, not collected yet */
 	struct slot *slots;
-	unsigned int threads, ready, lost, replacements, running, idle;
+	unsigned int threads, ready, lost, replacements, idle;
 	int nice_err, affinity_err;
 	bool quit;
 	unsigned int refs; /* once stopped: the main thread, and each thread
@@ -112,11 +112,9 @@ static void *worker(void *arg)
 			p->tail = &p->queue;
 		job->state = JOB_RUNNING;
 		self->job = job;
-		p->running++;
 		pthread_mutex_unlock(&p->lock);
 		job->run(job);
 		pthread_mutex_lock(&p->lock);
-		p->running--;
 		self->job = NULL;
 		if (job->state == JOB_ABANDONED) {
 			/* Back from a job nobody waits for: drop it, and

@@ -11,10 +11,11 @@
  *   kernel kills everything in the subtree at that moment, forks and
  *   migrations included. Nothing is listed or signalled after it
  *   (kill_by_file).
- * - Where cgroup.kill cannot say what was asked (v1, --no-recursive), the
- *   cgroup is killed until empty: list it, open each pid, check that it is
- *   still a member, SIGKILL it, and list again, until a listing finds no
- *   member that has not been killed, as systemd does (kill_until_empty).
+ * - Where cgroup.kill cannot say what was asked (v1, --no-recursive, a
+ *   kernel without cgroup.kill), the cgroup is killed until empty: list it,
+ *   open each pid, check that it is still a member, SIGKILL it, and list
+ *   again, until a listing finds no member that has not been killed, as
+ *   systemd does (kill_until_empty).
  * - A cgroup that holds mrelease, one of its ancestors, pid 1 or a process
  *   it cannot see (outside its pid namespace: listed as 0 on v2, left out
  *   on v1) is not killed at all: checked at the first listing, and again
@@ -1006,19 +1007,41 @@ static int kill_by_file(struct act *a, int c, struct listed *x)
 	return 0;
 }
 
+/* Whether the newcomer pid, held through fd (or -1), is a target already:
+ * opened for another cgroup's listing, which the same process was in. The
+ * same process where pidfds have inodes of their own; else one not reaped. */
+static bool targeted(struct act *a, const struct pidx *idx, size_t n, pid_t pid, int fd)
+{
+	ssize_t k = find_target(idx, n, pid);
+	uint64_t ino;
+
+	if (k >= 0 && fd >= 0 && a->run->pidfs && !mr_pidfd_inode(fd, &a->run->pidfs, &ino))
+		return a->run->targets[k].ino == ino;
+	return listed_target(a, idx, n, pid) != NULL;
+}
+
 /* The newcomers of cgroup c listed in x, killed by its write: opened, with
- * no figures before. */
+ * no figures before; each once, though the listings of several cgroups
+ * found it. */
 static int open_listed(struct act *a, int c, struct listed *x)
 {
-	int r = x->fds ? 0 : fatal(a->run, -ENOMEM, "target list");
+	size_t n = a->run->ntargets;
+	struct pidx *idx = index_targets(a->run);
+	int r = x->fds && idx ? 0 : fatal(a->run, -ENOMEM, "target list");
 	struct mr_target *t;
 
 	for (size_t i = 0; !r && i < x->l.len; i++) {
 		if (x->fds[i] == NOT_NEW)
 			continue;
-		r = open_newcomer(a, c, x->l.v[i].pid, x->fds[i], &t);
+		if (!targeted(a, idx, n, x->l.v[i].pid, x->fds[i])) {
+			r = open_newcomer(a, c, x->l.v[i].pid, x->fds[i], &t);
+		} else if (x->fds[i] >= 0) {
+			close(x->fds[i]);
+			a->room++;
+		}
 		x->fds[i] = NOT_NEW;
 	}
+	free(idx);
 	return r;
 }
 
@@ -1049,11 +1072,12 @@ static size_t kill_listed(struct act *a, int c, const struct mr_pidlist *l, int 
 	return fresh;
 }
 
-/* Where cgroup.kill cannot say what was asked (v1, --no-recursive): list,
- * open each pid, check that it is still a member, SIGKILL it; list again,
- * until a listing finds no member that has not been killed. Everything in
- * the cgroup while this runs is killed. Bounded in listings and in time: a
- * cgroup still not empty then is a failure, with the count. */
+/* Where cgroup.kill cannot say what was asked (v1, --no-recursive, a kernel
+ * without cgroup.kill): list, open each pid, check that it is still a
+ * member, SIGKILL it; list again, until a listing finds no member that has
+ * not been killed. Everything in the cgroup while this runs is killed.
+ * Bounded in listings and in time: a cgroup still not empty then is a
+ * failure, with the count. */
 static int kill_until_empty(struct act *a, int c)
 {
 	struct mr_run *run = a->run;
@@ -1205,6 +1229,28 @@ static void predict(struct mr_run *run)
 }
 
 /* ---- waiting ------------------------------------------------------------- */
+
+/* A target that exited by itself may still be freeing its memory:
+ * process_mrelease says ESRCH once its address space is detached, and the
+ * pages come back as the exit goes on. Its exit (its pidfd polls readable
+ * only after that) is waited for, MR_READ_BOUND_MS at most, so that the
+ * counters read afterwards (the cgroups', MemAvailable) hold what it freed. */
+static int wait_exited(struct act *a)
+{
+	struct mr_run *run = a->run;
+	size_t n, k = 0, *items = in_state(run, MR_EXITED, &n);
+	bool *gone = calloc(n ? n : 1, sizeof(*gone));
+	int r = items && gone ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !r && i < n; i++)
+		if (run->targets[items[i]].pidfd >= 0)
+			items[k++] = items[i];
+	if (!r && k)
+		r = wait_targets(a, items, k, mr_now_us() + (int64_t)MR_READ_BOUND_MS * 1000, gone);
+	free(items);
+	free(gone);
+	return r ? fatal(run, r, "waiting for the exited targets") : 0;
+}
 
 /* --wait for the released targets to exit; and, without process_mrelease,
  * for the killed ones, in its place. */
@@ -1458,6 +1504,8 @@ int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 	}
 	if (run->sent) {
 		run->elapsed_us = mr_now_us() - a.act_start;
+		if (!r && !run->interrupted)
+			r = wait_exited(&a);
 		mr_mem_available_kb(&run->mem_available_after_kb);
 	}
 out:

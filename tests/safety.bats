@@ -173,6 +173,31 @@ need_v1_memory() {
 	json_ok "any(.targets[]; .pid == $b)"
 }
 
+@test "contract 1: a newcomer listed by two named cgroups is one target" {
+	need_v2
+	start_victim -m 2
+	local old=$VPID
+	start_victim -m 2
+	local new=$VPID
+	freeze_victim "$old" "$new"
+	make_cgroup "$V2"
+	mkdir "$CG/sub"
+	join "$CG/sub" "$old"
+	# Listings: the selection's three (the cgroup, its child; the child),
+	# then the cgroup's before its write: the first of that is held while
+	# the newcomer moves in. Killed but frozen, it is still listed by the
+	# child's listing before the child's write.
+	shim_env "openat:cgroup.procs:1000:4"
+	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --cgroup "$CG" --cgroup "$CG/sub"
+	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	join "$CG/sub" "$new"
+	bg_done 0
+	shim_fired
+	json_ok "[.targets[].pid] == ([$old, $new] | sort)"
+	json_ok '[.targets[].status] == ["released", "released"]'
+	[ "$(rss_kb "$new")" -lt 1024 ]
+}
+
 @test "contract 6: a member that left before the write is left out: not killed, not failed" {
 	need_v2
 	start_victims 2 -m 2
