@@ -1026,13 +1026,18 @@ static bool targeted(struct act *a, const struct pidx *idx, size_t n, pid_t pid,
 static int open_listed(struct act *a, int c, struct listed *x)
 {
 	size_t n = a->run->ntargets;
-	struct pidx *idx = index_targets(a->run);
-	int r = x->fds && idx ? 0 : fatal(a->run, -ENOMEM, "target list");
+	struct pidx *idx = NULL;
+	int r = x->fds ? 0 : fatal(a->run, -ENOMEM, "target list");
 	struct mr_target *t;
 
 	for (size_t i = 0; !r && i < x->l.len; i++) {
 		if (x->fds[i] == NOT_NEW)
 			continue;
+		/* Indexed at the first newcomer: most writes find none. */
+		if (!idx && !(idx = index_targets(a->run))) {
+			r = fatal(a->run, -ENOMEM, "target list");
+			break;
+		}
 		if (!targeted(a, idx, n, x->l.v[i].pid, x->fds[i])) {
 			r = open_newcomer(a, c, x->l.v[i].pid, x->fds[i], &t);
 		} else if (x->fds[i] >= 0) {
@@ -1234,22 +1239,21 @@ static void predict(struct mr_run *run)
  * process_mrelease says ESRCH once its address space is detached, and the
  * pages come back as the exit goes on. Its exit (its pidfd polls readable
  * only after that) is waited for, MR_READ_BOUND_MS at most, so that the
- * counters read afterwards (the cgroups', MemAvailable) hold what it freed. */
-static int wait_exited(struct act *a)
+ * counters read afterwards (the cgroups', MemAvailable) hold what it freed.
+ * Only the figures depend on it: a wait that cannot be made is skipped. */
+static void wait_exited(struct act *a)
 {
 	struct mr_run *run = a->run;
 	size_t n, k = 0, *items = in_state(run, MR_EXITED, &n);
 	bool *gone = calloc(n ? n : 1, sizeof(*gone));
-	int r = items && gone ? 0 : -ENOMEM;
 
-	for (size_t i = 0; !r && i < n; i++)
+	for (size_t i = 0; items && i < n; i++)
 		if (run->targets[items[i]].pidfd >= 0)
 			items[k++] = items[i];
-	if (!r && k)
-		r = wait_targets(a, items, k, mr_now_us() + (int64_t)MR_READ_BOUND_MS * 1000, gone);
+	if (gone && k)
+		(void)wait_targets(a, items, k, mr_now_us() + (int64_t)MR_READ_BOUND_MS * 1000, gone);
 	free(items);
 	free(gone);
-	return r ? fatal(run, r, "waiting for the exited targets") : 0;
 }
 
 /* --wait for the released targets to exit; and, without process_mrelease,
@@ -1505,7 +1509,7 @@ int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 	if (run->sent) {
 		run->elapsed_us = mr_now_us() - a.act_start;
 		if (!r && !run->interrupted)
-			r = wait_exited(&a);
+			wait_exited(&a);
 		mr_mem_available_kb(&run->mem_available_after_kb);
 	}
 out:
