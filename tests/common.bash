@@ -69,6 +69,17 @@ in_pidns() {
 		"$MRELEASE" "$MR_VICTIM" "$BATS_TEST_TMPDIR"
 }
 
+# has_cap N: the tests run with capability number N (a sandbox may lack
+# some, even for root; CI's machine may have them).
+has_cap() {
+	(($(printf '%d' "0x$(awk '/^CapEff:/ { print $2 }' /proc/self/status)") & (1 << $1)))
+}
+
+# without_cap NAME COMMAND...: run COMMAND as root without capability NAME.
+without_cap() {
+	setpriv --inh-caps=-"$1" --bounding-set=-"$1" "${@:2}"
+}
+
 # as_nobody COMMAND...: run COMMAND as the unprivileged user nobody.
 as_nobody() {
 	setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"
