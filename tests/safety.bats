@@ -319,9 +319,10 @@ rm_deep() {
 	make_cgroup "$V1"
 	join "$CG" "$VPID"
 	# The counter read just before the first kill outlasts the bound (1 s
-	# with --wait 0).
+	# with --wait 1; not --wait 0, which would also count a victim that is
+	# a moment late in exiting as not done).
 	shim_env "openat:*/memory.usage_in_bytes:1500:1"
-	run -0 --separate-stderr "${SHIM_ENV[@]}" "$MRELEASE" --kill --wait 0 --json --cgroup "$CG"
+	run -0 --separate-stderr "${SHIM_ENV[@]}" "$MRELEASE" --kill --wait 1 --json --cgroup "$CG"
 	shim_fired
 	json_ok '.targets[0].signal == "KILL" and .cgroups[0].kill == "until empty"'
 	wait_until 100 bash -c "! kill -0 $VPID 2>/dev/null"
