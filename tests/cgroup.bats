@@ -246,13 +246,11 @@ v1_release() {
 
 @test "v2: a low hard limit on descriptors: cgroup.kill still kills every member; what cannot be opened says so" {
 	need_v2
-	local cg i
+	local cg
 	make_cgroup "$V2"
 	cg=$CG
-	for i in 1 2 3 4 5 6 7 8; do
-		start_victim -m 1
-		join "$cg" "$VPID"
-	done
+	start_victims 8 -m 1
+	join "$cg" "${PIDS[@]}"
 	# Room for a few pidfds: the rest fail to open, and are said to; the
 	# descriptors the kill itself needs are kept aside. Without
 	# CAP_SYS_RESOURCE, mrelease cannot raise the hard limit.
@@ -263,10 +261,8 @@ v1_release() {
 	json_ok '[.targets[] | select(.status == "failed") | .error] | unique == ["cannot open a pidfd: Too many open files"]'
 	wait_until 100 test ! -s "$cg/cgroup.procs"
 	# With no room for any pidfd, the cgroup is still killed.
-	for i in 1 2 3 4; do
-		start_victim -m 1
-		join "$cg" "$VPID"
-	done
+	start_victims 4 -m 1
+	join "$cg" "${PIDS[@]}"
 	run -1 --separate-stderr without_cap sys_resource \
 		prlimit --nofile=12:12 "$MRELEASE" --kill --json --cgroup "$cg"
 	json_ok '.cgroups[0].kill == "cgroup.kill" and .summary.failed == 4'
@@ -274,10 +270,8 @@ v1_release() {
 	# With CAP_SYS_RESOURCE (where the tests have it), the hard limit is
 	# raised to fit every target.
 	has_cap 24 || return 0
-	for i in 1 2 3 4 5 6 7 8; do
-		start_victim -m 1
-		join "$cg" "$VPID"
-	done
+	start_victims 8 -m 1
+	join "$cg" "${PIDS[@]}"
 	run -0 --separate-stderr prlimit --nofile=24:24 "$MRELEASE" --kill --json --cgroup "$cg"
 	json_ok '.summary.targets == 8 and .summary.failed == 0'
 	wait_until 100 test ! -s "$cg/cgroup.procs"

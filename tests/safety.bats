@@ -457,16 +457,23 @@ rm_deep() {
 	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 }
 
+# joins_during CG ARG...: run mrelease ARG... (with $SHIM_ENV) from a shell
+# that moves itself into CG once the injected hold has fired; stderr ends
+# with "rc=N alive" if that shell outlived the run, N being its status.
+joins_during() {
+	run -0 --separate-stderr timeout 30 bash -c '"${@:3}" & m=$!
+		until [ -s "$2" ]; do sleep 0.05; done
+		echo $$ >"$1/cgroup.procs"; wait $m; echo "rc=$? alive" >&2' \
+		bash "$1" "$SHIM_FIRED" "${SHIM_ENV[@]}" "$MRELEASE" "${@:2}"
+}
+
 @test "contract 3: the caller's shell joining before the write is found by the check just before it" {
 	need_v2
 	start_victim -m 1
 	make_cgroup "$V2"
 	join "$CG" "$VPID"
 	shim_env "openat:cgroup.procs:1000:2"
-	run -0 --separate-stderr timeout 30 bash -c '"${@:3}" --kill --cgroup "$1" & m=$!
-		until [ -s "$2" ]; do sleep 0.05; done
-		echo $$ >"$1/cgroup.procs"; wait $m; echo "rc=$? alive" >&2' \
-		bash "$CG" "$SHIM_FIRED" "${SHIM_ENV[@]}" "$MRELEASE"
+	joins_during "$CG" --kill --cgroup "$CG"
 	shim_fired
 	assert_regex "$stderr" "rc=2 alive"
 	assert_regex "$stderr" "cgroup $CG holds pid [0-9]+ \\(bash\\), an ancestor of mrelease: refusing to kill it"
@@ -481,10 +488,7 @@ rm_deep() {
 	join "$CG" "$VPID"
 	# Listings: the first (selection), then one per round; hold round 2's.
 	shim_env "openat:cgroup.procs:1000:3"
-	run -0 --separate-stderr timeout 30 bash -c '"${@:3}" --kill --json --cgroup "$1" & m=$!
-		until [ -s "$2" ]; do sleep 0.05; done
-		echo $$ >"$1/cgroup.procs"; wait $m; echo "rc=$? alive" >&2' \
-		bash "$CG" "$SHIM_FIRED" "${SHIM_ENV[@]}" "$MRELEASE"
+	joins_during "$CG" --kill --json --cgroup "$CG"
 	shim_fired
 	assert_regex "$stderr" "rc=2 alive"
 	assert_regex "$stderr" "holds pid [0-9]+ \\(bash\\), an ancestor of mrelease now: stopped there, sending nothing more"
@@ -503,10 +507,7 @@ rm_deep() {
 	cgroup_with_victim "$V2" -m 1
 	# Listings: the selection's, then the one just before the write.
 	shim_env "openat:cgroup.procs:1000:2"
-	run -0 --separate-stderr timeout 30 bash -c '"${@:4}" --kill --json "$3" --cgroup "$1" & m=$!
-		until [ -s "$2" ]; do sleep 0.05; done
-		echo $$ >"$1/cgroup.procs"; wait $m; echo "rc=$? alive" >&2' \
-		bash "$CG" "$SHIM_FIRED" "$named" "${SHIM_ENV[@]}" "$MRELEASE"
+	joins_during "$CG" --kill --json "$named" --cgroup "$CG"
 	shim_fired
 	assert_regex "$stderr" "rc=2 alive"
 	assert_regex "$stderr" "an ancestor of mrelease now: stopped there, sending nothing more"
@@ -530,10 +531,7 @@ rm_deep() {
 	# Listings: the selection's two, the one before the write, then round 1
 	# of the v1 cgroup: held, while the caller's shell joins it.
 	shim_env "openat:cgroup.procs:1000:4"
-	run -0 --separate-stderr timeout 30 bash -c '"${@:4}" --kill --json --cgroup "$3" --cgroup "$1" & m=$!
-		until [ -s "$2" ]; do sleep 0.05; done
-		echo $$ >"$1/cgroup.procs"; wait $m; echo "rc=$? alive" >&2' \
-		bash "$CG" "$SHIM_FIRED" "$v2cg" "${SHIM_ENV[@]}" "$MRELEASE"
+	joins_during "$CG" --kill --json --cgroup "$v2cg" --cgroup "$CG"
 	shim_fired
 	assert_regex "$stderr" "rc=2 alive"
 	json_ok "[.targets[] | select(.pid == $a and .signal == \"KILL\" and .status == \"released\")] | length == 1"
@@ -548,10 +546,7 @@ rm_deep() {
 	need_v2
 	cgroup_with_victim "$V2" -m 1 -T
 	shim_env "openat:cgroup.procs:1000:2"
-	run -0 --separate-stderr timeout 30 bash -c '"${@:3}" --kill --grace 0.2 --verbose --json --cgroup "$1" & m=$!
-		until [ -s "$2" ]; do sleep 0.05; done
-		echo $$ >"$1/cgroup.procs"; wait $m; echo "rc=$? alive" >&2' \
-		bash "$CG" "$SHIM_FIRED" "${SHIM_ENV[@]}" "$MRELEASE"
+	joins_during "$CG" --kill --grace 0.2 --verbose --json --cgroup "$CG"
 	shim_fired
 	assert_regex "$stderr" "rc=2 alive"
 	assert_regex "$stderr" "stopped there, sending nothing more"
