@@ -733,23 +733,10 @@ int mr_cgroup_units(const struct mr_cgmounts *ms, const char *name, char ***path
 
 /* SIGKILL every process in a v2 cgroup and its descendants at once: the
  * kernel also kills what forks or moves in while this runs. *done_us: when
- * the write returned, for the kill is done then; the close after it can
- * wait behind the processes it woke. */
+ * the write returned, for the kill is done then. */
 int mr_cgroup_kill(const struct mr_cgroup *cg, int64_t *done_us)
 {
-	int dirfd = open(cg->path, O_RDONLY | O_DIRECTORY | O_CLOEXEC), fd, r = 0;
-
-	if (dirfd < 0)
-		return -errno;
-	fd = openat(dirfd, "cgroup.kill", O_WRONLY | O_CLOEXEC);
-	r = fd < 0 ? -errno : 0;
-	close(dirfd);
-	if (!r && write(fd, "1", 1) != 1)
-		r = errno ? -errno : -EIO;
-	*done_us = mr_now_us();
-	if (fd >= 0 && close(fd) && !r)
-		r = -errno;
-	return r;
+	return mr_write_file(cg->path, "cgroup.kill", "1", done_us);
 }
 
 /* Whether cg has a cgroup.kill: v2, Linux 5.14 and later, not a root. */

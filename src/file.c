@@ -84,8 +84,10 @@ ssize_t mr_read_file_all(const char *path, char **buf)
 	return (ssize_t)got;
 }
 
-/* Write text to dir/name in one write, as cgroup control files want it. */
-int mr_write_file(const char *dir, const char *name, const char *text)
+/* Write text to dir/name in one write, as cgroup control files want it.
+ * done_us (or NULL): when the write returned, before the close, which can
+ * wait behind what the write set off. */
+int mr_write_file(const char *dir, const char *name, const char *text, int64_t *done_us)
 {
 	char path[PATH_MAX];
 	ssize_t len = (ssize_t)strlen(text);
@@ -98,6 +100,8 @@ int mr_write_file(const char *dir, const char *name, const char *text)
 		return -errno;
 	if (write(fd, text, (size_t)len) != len)
 		r = errno ? -errno : -EIO;
+	if (done_us)
+		*done_us = mr_now_us();
 	if (close(fd) && !r)
 		r = -errno;
 	return r;

@@ -300,7 +300,7 @@ void mr_pidlist_free(struct mr_pidlist *l);
 ssize_t mr_read_file(const char *path, char *buf, size_t len);
 ssize_t mr_read_fileat(int dirfd, const char *name, char *buf, size_t len);
 ssize_t mr_read_file_all(const char *path, char **buf);
-int mr_write_file(const char *dir, const char *name, const char *text);
+int mr_write_file(const char *dir, const char *name, const char *text, int64_t *done_us);
 size_t mr_utf8_len(const unsigned char *p);
 void mr_json_string(FILE *out, const char *s);
 const char *mr_text_escape(const char *s, char *buf, size_t len);

@@ -47,16 +47,16 @@ void cg_thaw(struct cgdir *cg)
 	if (!cg || !cg->used)
 		return;
 	if (cg->kind == CG_FREEZER)
-		mr_write_file(cg->path, "freezer.state", "THAWED");
+		mr_write_file(cg->path, "freezer.state", "THAWED", NULL);
 	else if (cg->kind == CG_V2)
-		mr_write_file(cg->path, "cgroup.freeze", "0");
+		mr_write_file(cg->path, "cgroup.freeze", "0", NULL);
 }
 
 /* FREEZING until every task has stopped, then FROZEN. */
 int cg_freeze(struct cgdir *cg, int64_t deadline)
 {
 	char state[64];
-	int e = mr_write_file(cg->path, "freezer.state", "FROZEN");
+	int e = mr_write_file(cg->path, "freezer.state", "FROZEN", NULL);
 
 	if (e)
 		return e;

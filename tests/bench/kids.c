@@ -259,7 +259,7 @@ static void kid_settle(const struct spawn_spec *s, pid_t parent, const char *com
 static void kid_join(const struct spawn_spec *s)
 {
 	for (int i = 0; i < s->njoin; i++)
-		if (mr_write_file(s->join[i], "cgroup.procs", "0"))
+		if (mr_write_file(s->join[i], "cgroup.procs", "0", NULL))
 			kid_fail("join cgroup");
 }
 

@@ -61,7 +61,7 @@ void time_cgroup_kill(const struct bench *b, const struct scenario *sc, int run,
 		err(EXIT_FATAL, "%s/cgroup.events", cg->path);
 	t0 = mr_now_us();
 	deadline = t0 + b->timeout_us;
-	if ((e = mr_write_file(cg->path, "cgroup.kill", "1")))
+	if ((e = mr_write_file(cg->path, "cgroup.kill", "1", NULL)))
 		errx(EXIT_FATAL, "%s/cgroup.kill: %s", cg->path, strerror(-e));
 	for (;;) {
 		ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
