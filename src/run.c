@@ -953,20 +953,21 @@ enum { NOT_NEW = -2 };
 
 /* Tell the newcomers in x's listing, and give each a pidfd as far as the
  * room allows: a syscall each, and nothing read, so that one killed and
- * reaped at once is still reported. */
-static void hold_newcomers(struct act *a, struct listed *x)
+ * reaped at once is still reported. *idx: the targets indexed, made at
+ * the first listing that needs it and kept for the next writes (no target
+ * is added until every write is made). */
+static void hold_newcomers(struct act *a, struct listed *x, struct pidx **idx)
 {
-	struct pidx *idx = index_targets(a->run);
-
-	x->fds = idx ? malloc((x->l.len ? x->l.len : 1) * sizeof(*x->fds)) : NULL;
+	if (x->l.len && !*idx)
+		*idx = index_targets(a->run);
+	x->fds = *idx || !x->l.len ? malloc((x->l.len ? x->l.len : 1) * sizeof(*x->fds)) : NULL;
 	for (size_t i = 0; x->fds && i < x->l.len; i++) {
 		pid_t pid = x->l.v[i].pid;
 
-		x->fds[i] = listed_target(a, idx, a->run->ntargets, pid) ? NOT_NEW : -1;
+		x->fds[i] = listed_target(a, *idx, a->run->ntargets, pid) ? NOT_NEW : -1;
 		if (x->fds[i] == -1 && a->room && (x->fds[i] = mr_sys_pidfd_open(pid)) >= 0)
 			a->room--;
 	}
-	free(idx);
 }
 
 static void listed_free(struct act *a, struct listed *x)
@@ -984,7 +985,7 @@ static void listed_free(struct act *a, struct listed *x)
  * subtree at that moment. The listing just before it is checked, and kept
  * in *x, with a pidfd for each newcomer: the members it found are opened
  * after every write (open_listed), to be released. */
-static int kill_by_file(struct act *a, int c, struct listed *x)
+static int kill_by_file(struct act *a, int c, struct listed *x, struct pidx **idx)
 {
 	struct mr_run *run = a->run;
 	struct mr_cgroup *cg = &run->cgroups[c];
@@ -994,7 +995,7 @@ static int kill_by_file(struct act *a, int c, struct listed *x)
 	begin(a);
 	if ((r = relist(a, c, &x->l)))
 		return r == -ECANCELED ? r : 0;
-	hold_newcomers(a, x);
+	hold_newcomers(a, x, idx);
 	if (stopped(a))
 		return 0;
 	run->sent = true;
@@ -1153,6 +1154,7 @@ static int kill_all(struct act *a)
 {
 	struct mr_run *run = a->run;
 	struct listed *lists = calloc(run->ncgroups ? run->ncgroups : 1, sizeof(*lists));
+	struct pidx *idx = NULL;
 	int r = lists ? 0 : fatal(run, -ENOMEM, "target list");
 
 	for (size_t i = 0; !r && i < run->ntargets && !stopped(a); i++)
@@ -1160,7 +1162,8 @@ static int kill_all(struct act *a)
 			send(a, &run->targets[i], SIGKILL);
 	for (size_t c = 0; !r && c < run->ncgroups && !stopped(a); c++)
 		if (run->cgroups[c].kill == MR_CGKILL_FILE)
-			r = kill_by_file(a, (int)c, &lists[c]);
+			r = kill_by_file(a, (int)c, &lists[c], &idx);
+	free(idx);
 	for (size_t c = 0; !r && c < run->ncgroups && !stopped(a); c++)
 		if (run->cgroups[c].kill == MR_CGKILL_UNTIL_EMPTY)
 			r = kill_until_empty(a, (int)c);
