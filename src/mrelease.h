@@ -330,7 +330,8 @@ int mr_target_open(const struct mr_run *run, struct mr_target *t, uint64_t want_
 bool mr_target_alive(const struct mr_target *t);
 void mr_target_end(struct mr_target *t, enum mr_state state, enum mr_reason reason, int errnum);
 void mr_target_close(struct mr_target *t);
-int mr_pidfd_inode(int pidfd, const bool *pidfs, uint64_t *ino);
+int mr_pidfd_inode(int pidfd, uint64_t *ino);
+bool mr_pidfd_in_pidfs(int pidfd);
 const struct mr_ancestor *mr_ancestor_of(const struct mr_run *run, pid_t pid);
 
 /* release.c */

@@ -1016,7 +1016,7 @@ static bool targeted(struct act *a, const struct pidx *idx, size_t n, pid_t pid,
 	ssize_t k = find_target(idx, n, pid);
 	uint64_t ino;
 
-	if (k >= 0 && fd >= 0 && a->run->pidfs && !mr_pidfd_inode(fd, &a->run->pidfs, &ino))
+	if (k >= 0 && fd >= 0 && a->run->pidfs && !mr_pidfd_inode(fd, &ino))
 		return a->run->targets[k].ino == ino;
 	return listed_target(a, idx, n, pid) != NULL;
 }
@@ -1300,13 +1300,11 @@ static int wait_exits(struct act *a)
 static bool pidfds_in_pidfs(pid_t self)
 {
 	int fd = mr_sys_pidfd_open(self);
-	uint64_t ino = 0;
+	bool in = fd >= 0 && mr_pidfd_in_pidfs(fd);
 
-	if (fd >= 0) {
-		mr_pidfd_inode(fd, NULL, &ino);
+	if (fd >= 0)
 		close(fd);
-	}
-	return ino != 0;
+	return in;
 }
 
 static unsigned int default_jobs(const struct mr_config *cfg)

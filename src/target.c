@@ -44,24 +44,24 @@ bool mr_target_alive(const struct mr_target *t)
 	return mr_sys_pidfd_send_signal(t->pidfd, 0) == 0 || errno == EPERM;
 }
 
-/* A pidfd's inode names its process for as long as the system runs (pidfs,
- * Linux 6.9); before pidfs every pidfd shares one anonymous inode: 0 then.
- * With pidfs NULL, whether pidfds live in pidfs is found out; otherwise it
- * is known, and takes no call. */
-int mr_pidfd_inode(int pidfd, const bool *pidfs, uint64_t *ino)
+/* A pidfd's inode names its process for as long as the system runs where
+ * pidfds live in pidfs (Linux 6.9); before, every pidfd shares one
+ * anonymous inode, so callers ask only where mr_pidfd_in_pidfs said yes. */
+int mr_pidfd_inode(int pidfd, uint64_t *ino)
 {
-	struct statfs sfs;
 	struct stat st;
 
-	*ino = 0;
-	if (!pidfs && fstatfs(pidfd, &sfs))
-		return -errno;
-	if (pidfs ? !*pidfs : sfs.f_type != PIDFS_MAGIC)
-		return 0;
 	if (fstat(pidfd, &st))
 		return -errno;
 	*ino = (uint64_t)st.st_ino;
 	return 0;
+}
+
+bool mr_pidfd_in_pidfs(int pidfd)
+{
+	struct statfs sfs;
+
+	return fstatfs(pidfd, &sfs) == 0 && sfs.f_type == PIDFS_MAGIC;
 }
 
 const struct mr_ancestor *mr_ancestor_of(const struct mr_run *run, pid_t pid)
@@ -136,8 +136,7 @@ static int open_pidfd(const struct mr_run *run, struct mr_target *t)
 
 static int check_inode(const struct mr_run *run, struct mr_target *t, uint64_t want)
 {
-	bool pidfs = run->pidfs;
-	int r = mr_pidfd_inode(t->pidfd, &pidfs, &t->ino);
+	int r = run->pidfs ? mr_pidfd_inode(t->pidfd, &t->ino) : 0;
 
 	if (r)
 		mr_target_end(t, MR_FAILED, MR_R_OPEN, -r);
