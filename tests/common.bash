@@ -80,6 +80,19 @@ without_cap() {
 	setpriv --inh-caps=-"$1" --bounding-set=-"$1" "${@:2}"
 }
 
+# std_fds_only COMMAND...: run COMMAND with only descriptors 0, 1 and 2
+# open, so that what bats and its caller leave open (which differs from one
+# machine to another) does not change how many descriptors are free.
+std_fds_only() {
+	(
+		for fd in /proc/$BASHPID/fd/*; do
+			fd=${fd##*/}
+			((fd > 2)) && eval "exec $fd>&-"
+		done
+		"$@"
+	)
+}
+
 # as_nobody COMMAND...: run COMMAND as the unprivileged user nobody.
 as_nobody() {
 	setpriv --reuid=nobody --regid=nogroup --clear-groups "$@"

@@ -726,10 +726,7 @@ in_pids_cgroup() {
 	# The first release returns 4 s late, after the bound (--wait 3); its
 	# descriptor number could by then name another target's pidfd.
 	shim_env "process_mrelease:*:4000:1"
-	# (Without bats' own descriptors, which the limit would count.)
-	run -1 --separate-stderr bash -c 'for fd in /proc/$$/fd/*; do fd=${fd##*/}
-		[ "$fd" -gt 2 ] && eval "exec $fd>&-"; done 2>/dev/null
-		ulimit -n 15 && exec "$@"' bash \
+	run -1 --separate-stderr std_fds_only prlimit --nofile=15:15 \
 		"${SHIM_ENV[@]}" "$MRELEASE" --kill --wait 3 --jobs 1 --json "$a" "$b"
 	shim_fired
 	json_ok '[.targets[].signal] | unique == ["KILL"]'
