@@ -330,7 +330,8 @@ mrelease: pid $VPID: no process_mrelease here, and it did not exit within the wa
 	local out=$BATS_TEST_TMPDIR/out err=$BATS_TEST_TMPDIR/err
 	"$MRELEASE" --kill --wait=30 --json "$VPID" >"$out" 2>"$err" 3>&- &
 	local mr=$!
-	sleep 1
+	# Released, so in the wait: the signals are held long before.
+	wait_until 200 [ "$(rss_kb "$VPID")" -lt 1024 ] || fail "not released"
 	kill -INT "$mr"
 	local rc=0
 	wait "$mr" || rc=$?

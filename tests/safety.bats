@@ -158,10 +158,12 @@ need_v1_memory() {
 	join "$CG" "$a"
 	start_victim -m 2
 	local b=$VPID
-	bg "$MRELEASE" --kill --grace 1.5 --json --cgroup "$CG"
-	# During the grace: an old process moves in, and the member forks.
-	wait_until 100 grep -q . "$CG/cgroup.procs"
-	sleep 0.3
+	shim_env "pidfd_send_signal:15:1:1"
+	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --grace 1.5 --json --cgroup "$CG"
+	# During the grace (the member's SIGTERM has gone out): an old process
+	# moves in, and the member forks.
+	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "no SIGTERM was sent"
+	sleep 0.1
 	join "$CG" "$b"
 	kill -USR1 "$a"
 	wait_until 40 at_least 3 "$CG" || fail "no fork in the grace"
@@ -611,9 +613,11 @@ joins_during() {
 
 @test "contract 5: SIGTERM during the grace: no SIGKILL follows, exit 143" {
 	start_victim -m 1 -T
-	bg "$MRELEASE" --kill --grace 30 --json "$VPID"
-	wait_until 100 grep -q TERM <(awk '/^SigIgn/' "/proc/$VPID/status") 2>/dev/null || true
-	sleep 0.5
+	# The shim notes the SIGTERM as it goes out (the victim ignores it).
+	shim_env "pidfd_send_signal:15:1:1"
+	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --grace 30 --json "$VPID"
+	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "no SIGTERM was sent"
+	sleep 0.3
 	kill -TERM "$BG_PID"
 	bg_done 143
 	kill -0 "$VPID"
