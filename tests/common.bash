@@ -61,12 +61,36 @@ wait_until() {
 	return 1
 }
 
-# in_pidns SCRIPT: run a bash script in a pid namespace of its own, where
-# pid 1 and every pid are the test's own; the script gets $1 = mrelease,
-# $2 = the victim helper, $3 = the test's temporary directory.
+# in_pidns SCRIPT [ARG...]: run a bash script in a pid namespace of its
+# own, where pid 1 and every pid are the test's own; the script gets
+# $1 = mrelease, $2 = the victim helper, $3 = the test's temporary
+# directory, then the ARGs.
 in_pidns() {
 	unshare --pid --fork --mount-proc env PATH="$PATH" bash -c "$1" bash \
-		"$MRELEASE" "$MR_VICTIM" "$BATS_TEST_TMPDIR"
+		"$MRELEASE" "$MR_VICTIM" "$BATS_TEST_TMPDIR" "${@:2}"
+}
+
+# dying_in_pidns SCRIPT: --dying takes every dying process it can see, so
+# it runs where the only ones are the test's. SCRIPT runs as in in_pidns,
+# with $D a victim of 16 MiB frozen and then sent SIGKILL (dying, its
+# memory held) and $L a frozen victim of 4 MiB that was not. Their VmRSS
+# in KiB as SCRIPT left them, "D L", is then in $BATS_TEST_TMPDIR/rss, and
+# they are thawed, so that the namespace can end. Call freezer_cgroup
+# first (not within run, which is a subshell).
+dying_in_pidns() {
+	[ -n "${FREEZER:-}" ] || return 1
+	in_pidns '
+		rss() { awk '\''/^VmRSS/ { print $2 }'\'' "/proc/$1/status"; }
+		trap '\''echo "$(rss $D) $(rss $L)" >"$3/rss"
+			echo THAWED >"$4/freezer.state"'\'' EXIT
+		"$2" -m 16 -r "$3/d" & D=$!
+		"$2" -m 4 -r "$3/l" & L=$!
+		while [ ! -s "$3/d" ] || [ ! -s "$3/l" ]; do sleep 0.05; done
+		echo $D >"$4/cgroup.procs" && echo $L >"$4/cgroup.procs" &&
+			echo FROZEN >"$4/freezer.state" || exit 99
+		until [ "$(cat "$4/freezer.state")" = FROZEN ]; do sleep 0.05; done
+		kill -9 $D
+		'"$1" "$FREEZER"
 }
 
 # has_cap N: the tests run with capability number N (a sandbox may lack
@@ -199,15 +223,21 @@ cgroup_with_victim() {
 	join "$CG" "$VPID"
 }
 
-# freeze_victim PID...: hold the PIDs in a frozen v1 freezer cgroup, so that
-# once killed they cannot run their exit path and keep their memory until
-# released.
-freeze_victim() {
-	local m i p
+# freezer_cgroup: a fresh v1 freezer cgroup, in $FREEZER (and $CG).
+freezer_cgroup() {
+	local m
 	m=$(cgroup_v1_mount freezer)
 	[ -n "$m" ] || skip "needs the cgroup v1 freezer"
 	make_cgroup "$m"
 	FREEZER=$CG
+}
+
+# freeze_victim PID...: hold the PIDs in a frozen v1 freezer cgroup, so that
+# once killed they cannot run their exit path and keep their memory until
+# released.
+freeze_victim() {
+	local i p
+	freezer_cgroup
 	for p in "$@"; do
 		echo "$p" >"$FREEZER/cgroup.procs"
 	done

@@ -69,9 +69,9 @@ run_example() {
 		run -0 --separate-stderr bash -c "${ex//1234/$VPID}"
 		[ "$(rss_kb "$VPID")" -lt 1024 ] ;;
 	'mrelease --dying')
-		dying_victim
-		run -0 --separate-stderr bash -c "$ex"
-		[ "$(rss_kb "$VPID")" -lt 1024 ] ;;
+		freezer_cgroup
+		run -0 --separate-stderr dying_in_pidns "$ex"
+		[ "$(cut -d' ' -f1 "$BATS_TEST_TMPDIR/rss")" -lt 1024 ] ;;
 	$'mrelease --kill --grace 5 1234\nmrelease --kill --grace 10 --signal QUIT --unit nginx.service')
 		start_victim -m 4
 		local a=$VPID

@@ -86,18 +86,16 @@ setup() {
 # --- --dying ----------------------------------------------------------------------
 
 @test "--dying releases what was already killed, leaves the living alone, and sends nothing" {
-	start_victim -m 16
-	local dying=$VPID
-	start_victim -m 4
-	local living=$VPID
-	freeze_victim "$dying" "$living"
-	kill -9 "$dying"
-	run -0 --separate-stderr "$MRELEASE" --dying --verbose --json
-	json_ok "[.targets[].pid] == [$dying] and .targets[0].status == \"released\" and .targets[0].signal == null"
+	freezer_cgroup
+	run -0 --separate-stderr dying_in_pidns '
+		echo "$D" >"$3/pid"
+		"$1" --dying --verbose --json'
+	json_ok "[.targets[].pid] == [$(cat "$BATS_TEST_TMPDIR/pid")] and .targets[0].status == \"released\" and .targets[0].signal == null"
 	assert_regex "$stderr" "[0-9]+ not dying; left alone"
-	[ "$(rss_kb "$dying")" -lt 1024 ]
-	kill -0 "$living"
-	[ "$(rss_kb "$living")" -gt 3000 ]
+	local d l
+	read -r d l <"$BATS_TEST_TMPDIR/rss"
+	[ "$d" -lt 1024 ] || fail "the dying victim still holds $d KiB"
+	[ "$l" -gt 3000 ] || fail "the living victim holds $l KiB"
 }
 
 @test "--dying with nothing dying: 'no dying process', exit 1; --cgroup narrows it" {
