@@ -142,10 +142,16 @@ int main(int argc, char **argv)
 		default: fputs(usage, stderr); return 2;
 		}
 	}
-	/* A shell starts background jobs with SIGINT and SIGQUIT ignored; a
-	 * victim takes them as a service would. */
-	signal(SIGINT, SIG_DFL);
-	signal(SIGQUIT, SIG_DFL);
+	/* A shell starts background jobs with SIGINT and SIGQUIT ignored, and
+	 * whatever runs the tests may ignore or block others: a victim takes
+	 * every signal as a service would. */
+	sigset_t none;
+
+	for (int sig = 1; sig < NSIG; sig++)
+		if (sig != SIGKILL && sig != SIGSTOP)
+			signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
 	if (idle) {
 		struct sched_param sp = { 0 };
 		if (sched_setscheduler(0, SCHED_IDLE, &sp))
