@@ -163,6 +163,12 @@ rss_kb() {
 	echo "${v:-0}"
 }
 
+# rss_under PID KB: PID's resident memory is under KB KiB (for wait_until,
+# which must read it again on each try).
+rss_under() {
+	[ "$(rss_kb "$1")" -lt "$2" ]
+}
+
 kill_victims() {
 	local p
 	for p in "${VICTIMS[@]}"; do

@@ -331,7 +331,7 @@ mrelease: pid $VPID: no process_mrelease here, and it did not exit within the wa
 	"$MRELEASE" --kill --wait=30 --json "$VPID" >"$out" 2>"$err" 3>&- &
 	local mr=$!
 	# Released, so in the wait: the signals are held long before.
-	wait_until 200 [ "$(rss_kb "$VPID")" -lt 1024 ] || fail "not released"
+	wait_until 200 rss_under "$VPID" 1024 || fail "not released"
 	kill -INT "$mr"
 	local rc=0
 	wait "$mr" || rc=$?
