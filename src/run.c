@@ -593,7 +593,7 @@ static struct mr_target *add_target(struct act *a, const struct mr_target *t)
 {
 	struct mr_run *run = a->run;
 
-	if (run->ntargets == a->cap || !run->targets) {
+	if (run->ntargets == a->cap) {
 		size_t c = a->cap ? 2 * a->cap : 64;
 		struct mr_target *v = reallocarray(run->targets, c, sizeof(*v));
 
