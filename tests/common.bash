@@ -85,10 +85,18 @@ dying_in_pidns() {
 			echo THAWED >"$4/freezer.state"'\'' EXIT
 		"$2" -m 16 -r "$3/d" & D=$!
 		"$2" -m 4 -r "$3/l" & L=$!
-		while [ ! -s "$3/d" ] || [ ! -s "$3/l" ]; do sleep 0.05; done
+		for ((i = 0; i < 200; i++)); do
+			[ -s "$3/d" ] && [ -s "$3/l" ] && break
+			sleep 0.05
+		done
+		((i < 200)) || exit 97
 		echo $D >"$4/cgroup.procs" && echo $L >"$4/cgroup.procs" &&
 			echo FROZEN >"$4/freezer.state" || exit 99
-		until [ "$(cat "$4/freezer.state")" = FROZEN ]; do sleep 0.05; done
+		for ((i = 0; i < 100; i++)); do
+			[ "$(cat "$4/freezer.state")" = FROZEN ] && break
+			sleep 0.05
+		done
+		((i < 100)) || exit 98
 		kill -9 $D
 		'"$1" "$FREEZER"
 }
