@@ -49,6 +49,12 @@ shim_fired() {
 	[ "$n" -ge "${1:-1}" ] || fail "the injected hold fired $n times, not ${1:-1}: $(cat "$SHIM_FIRED" 2>/dev/null)"
 }
 
+# shim_wait: wait (5 s at most) until the hold has begun, for a test that
+# acts while the run is held; fail if it never does.
+shim_wait() {
+	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the injected hold did not fire within 5 s"
+}
+
 # wait_until TRIES COMMAND...: poll COMMAND every 0.05 s, at most TRIES
 # times; false if it never succeeded.
 wait_until() {

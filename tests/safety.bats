@@ -141,7 +141,7 @@ need_v1_memory() {
 	# Hold the release (it comes after the write) while b moves in.
 	shim_env "process_mrelease:*:1500:1"
 	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --cgroup "$CG"
-	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	shim_wait
 	join "$CG" "$b"
 	bg_done 0
 	shim_fired
@@ -162,7 +162,7 @@ need_v1_memory() {
 	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --grace 1.5 --json --cgroup "$CG"
 	# During the grace (the member's SIGTERM has gone out): an old process
 	# moves in, and the member forks.
-	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "no SIGTERM was sent"
+	shim_wait
 	sleep 0.1
 	join "$CG" "$b"
 	kill -USR1 "$a"
@@ -191,7 +191,7 @@ need_v1_memory() {
 	# child's listing before the child's write.
 	shim_env "openat:cgroup.procs:1000:4"
 	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --cgroup "$CG" --cgroup "$CG/sub"
-	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	shim_wait
 	join "$CG/sub" "$new"
 	bg_done 0
 	shim_fired
@@ -212,7 +212,7 @@ need_v1_memory() {
 	# Hold the listing just before the write (the second) while b leaves.
 	shim_env "openat:cgroup.procs:1000:2"
 	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --verbose --cgroup "$CG"
-	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	shim_wait
 	join "$parent" "$b"
 	bg_done
 	shim_fired
@@ -308,7 +308,7 @@ rm_deep() {
 	local b=$VPID
 	shim_env "process_mrelease:*:1500:1"
 	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --cgroup "$CG"
-	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	shim_wait
 	join "$CG" "$b"
 	bg_done 0
 	kill -0 "$b"
@@ -341,7 +341,7 @@ rm_deep() {
 	# parent, and still in the cgroup.
 	shim_env "pidfd_send_signal:15:800:1"
 	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --grace 2 --json --cgroup "$CG"
-	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	shim_wait
 	kill -USR1 "$a"
 	wait_until 40 at_least 2 "$CG" || fail "no fork"
 	bg_done 0
@@ -587,7 +587,7 @@ joins_during() {
 	# Hold the main thread in the second target's /proc/PID/stat.
 	shim_env "openat:/proc/${PIDS[1]}/stat:1500:1"
 	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --json "${PIDS[@]}"
-	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	shim_wait
 	kill -INT "$BG_PID"
 	bg_done 130
 	kill -0 "${PIDS[0]}"
@@ -603,7 +603,7 @@ joins_during() {
 	# The cgroup's memory counter is first read just before the first kill.
 	shim_env "openat:*/memory.usage_in_bytes:1500:1"
 	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --cgroup "$CG"
-	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	shim_wait
 	kill -INT "$BG_PID"
 	bg_done 130
 	kill -0 "$VPID"
@@ -616,7 +616,7 @@ joins_during() {
 	# The shim notes the SIGTERM as it goes out (the victim ignores it).
 	shim_env "pidfd_send_signal:15:1:1"
 	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --grace 30 --json "$VPID"
-	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "no SIGTERM was sent"
+	shim_wait
 	sleep 0.3
 	kill -TERM "$BG_PID"
 	bg_done 143
@@ -629,7 +629,7 @@ joins_during() {
 	start_victims 3 -m 1
 	shim_env "pidfd_send_signal:9:1500:1"
 	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --json "${PIDS[@]}"
-	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	shim_wait
 	kill -INT "$BG_PID"
 	bg_done 130
 	json_ok '[.targets[] | select(.signal == "KILL")] | length == 1'
@@ -646,7 +646,7 @@ joins_during() {
 	freeze_victim "${PIDS[@]}"
 	shim_env "process_mrelease:*:600000:0"
 	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --jobs 1 --json "${PIDS[@]}"
-	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	shim_wait
 	kill -INT "$BG_PID"
 	# The held release sleeps for 600 s; the report must not wait for it.
 	bg_done 130
@@ -716,7 +716,7 @@ in_pids_cgroup() {
 	shim_env "process_mrelease:*:1500:0"
 	bg bash -c 'echo $$ >"$1/cgroup.procs" && exec "${@:2}"' bash "$CG" \
 		"${SHIM_ENV[@]}" "$MRELEASE" --kill --json "${PIDS[@]}"
-	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	shim_wait
 	kill -INT "$BG_PID"
 	bg_done 130
 	json_ok '.summary.released == 1 and .summary.interrupted == 2'
@@ -760,7 +760,7 @@ in_pids_cgroup() {
 	shim_env "process_mrelease:*:3000:1"
 	"${SHIM_ENV[@]}" "$MRELEASE" --kill --quiet "$VPID" 3>&- &
 	local mr=$!
-	wait_until 100 [ -s "$SHIM_FIRED" ] || fail "the hold did not fire"
+	shim_wait
 	local locked adj big=0 range rest
 	locked=$(awk '/^VmLck:/ { print $2 }' "/proc/$mr/status")
 	adj=$(cat "/proc/$mr/oom_score_adj")
