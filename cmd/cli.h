@@ -20,6 +20,7 @@ enum mr_exit {
 struct mr_options {
 	struct mr_config cfg;
 	bool json, quiet, verbose, read_stdin, signal_set;
+	bool pid_args; /* a PID argument was given, though it may hold none */
 	struct mr_pidlist pids;
 	const char **cgroups, **units;
 	size_t ncgroups, nunits;

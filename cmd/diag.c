@@ -32,8 +32,10 @@ static const struct text note_texts[] = {
 			   "no worker thread could be started: releasing on the main thread, "
 			   "and reading no figures before the kill" },
 	[MR_N_THREADS_SHORT] = { false, "only %n worker thread%s could be started: %e", NULL },
-	[MR_N_NICE] = { true, "cannot set nice value %N: %e; releasing at mrelease's own", NULL },
-	[MR_N_AFFINITY] = { true, "cannot set the CPUs: %e; releasing on mrelease's own", NULL },
+	[MR_N_NICE] = { true, "cannot set nice value %N for the releases: %e; releasing at "
+			"mrelease's own nice value instead", NULL },
+	[MR_N_AFFINITY] = { true, "cannot set the CPUs for the releases: %e; releasing on "
+			    "mrelease's own CPUs instead", NULL },
 	[MR_N_CGKILL] = { false, "cgroup %g: killed with cgroup.kill", NULL },
 	[MR_N_UNTIL_EMPTY] = { false, "cgroup %g: killed until empty, in %n listing%s", NULL },
 	[MR_N_NOT_EMPTY] = { true, "cgroup %g: not empty after %r listings: %n member%s could "
@@ -49,6 +51,10 @@ static const struct text note_texts[] = {
 			 "seccomp filter); waited for the targets to exit instead", NULL },
 	[MR_N_GRACE_END] = { false, "pid %p%C ignored %S for %t; sending KILL", NULL },
 	[MR_N_NOT_DYING] = { false, "%n not dying; left alone", NULL },
+	[MR_N_LEFT_OTHER] = { false, "%n other%s left out: mrelease, its ancestors, pid 1, kernel "
+			      "threads, or gone before they were opened", NULL },
+	[MR_N_NO_KCMP] = { true, "cannot tell which processes share an address space (kcmp: %e): "
+			   "the dry run takes the targets for sharing theirs with none", NULL },
 	[MR_N_INTERRUPTED] = { true, "interrupted with %n target%s unfinished; sent nothing "
 			       "more; reporting what was done",
 			       "interrupted; reporting what was done" },
@@ -72,6 +78,8 @@ static const struct text reason_texts[] = {
 	[MR_R_NOT_EXITING] = { true, "not exiting; use --kill", NULL },
 	[MR_R_SHARED_MM] = { true, "killed, but not released: its address space is shared with a live "
 			   "process (vfork or CLONE_VM)", NULL },
+	[MR_R_COREDUMP] = { true, "dumping core: the kernel releases none of its memory until the "
+			  "dump ends", NULL },
 	[MR_R_NOSYS] = { true, "no process_mrelease here, and it did not exit within the wait", NULL },
 	[MR_R_STUCK] = { true, "its release did not return in %b s (a task holding its memory map's "
 		       "lock stuck in the kernel?); left behind", NULL },

@@ -28,8 +28,9 @@ static const struct argp_option argp_options[] = {
 	  "Every process in cgroup PATH and its descendants (v2 or v1; ./x and ../x from the "
 	  "working directory; other relative and /x paths under the cgroup2 mount; a line of "
 	  "/proc/PID/cgroup); repeatable", 1 },
-	{ "unit", 'u', "NAME", 0, "The cgroup of systemd unit NAME (foo.service, bar.scope, "
-	  "baz.slice) under the cgroup2 mount; repeatable", 1 },
+	{ "unit", 'u', "NAME", 0, "The cgroup of the system manager's unit NAME (foo.service, "
+	  "bar.scope, baz.slice; foo alone is foo.service), in the root or a slice of the cgroup2 "
+	  "mount; repeatable", 1 },
 	{ "dying", OPT_DYING, NULL, 0, "Release every process that is already dying (with "
 	  "--cgroup or --unit: in those cgroups); nothing is sent", 1 },
 	{ "no-recursive", OPT_NO_RECURSIVE, NULL, 0,
@@ -44,7 +45,8 @@ static const struct argp_option argp_options[] = {
 	{ "wait", 'w', "SECONDS", 0,
 	  "After releasing, wait up to SECONDS (0 to 86400, e.g. 0.5) for every target to exit", 3 },
 	{ "dry-run", 'd', NULL, 0,
-	  "Send and release nothing; report what the run would do, and exit as it would", 3 },
+	  "Send and release nothing; report what the run would do, and exit as it would (not "
+	  "with --wait)", 3 },
 	{ "json", 'J', NULL, 0, "Print one JSON document instead of the table", 4 },
 	{ "quiet", 'q', NULL, 0, "Print no report, only errors", 4 },
 	{ "verbose", 'v', NULL, 0, "Explain what was decided, fallbacks and retries on stderr", 4 },
@@ -67,8 +69,8 @@ static const char doc[] =
 	"Exit status:\n"
 	"  0   every target released or gone (with --dry-run: would be)\n"
 	"  1   no target released or gone, or no process selected\n"
-	"  2   usage error, or a cgroup refused; nothing was done (or, refused once\n"
-	"      the run had begun, nothing more)\n"
+	"  2   usage error, a cgroup refused, or a /proc of another pid namespace;\n"
+	"      nothing was done (or, refused once the run had begun, nothing more)\n"
 	"  3   fatal error (after any signal was sent, the report comes first)\n"
 	"  64  some targets released or gone, some not (or a cgroup not emptied)\n"
 	"With --wait, a target released but still running counts as not done.\n"
@@ -89,13 +91,13 @@ static void parse_pid_arg(struct argp_state *state, struct mr_options *o, const 
 	char word[64];
 	int r;
 
+	o->pid_args = true;
 	if (strcmp(arg, "-") == 0) {
 		o->read_stdin = true;
 		return;
 	}
-	if (!*p)
-		argp_error(state, "'%s': not a valid pid (1..%d, or PID:INODE)", mr_safe(arg),
-			   MR_PID_MAX);
+	/* "" or blanks, as "$(pgrep x)" gives when nothing matched: no pid,
+	 * as an empty standard input is. */
 	for (size_t len; *p; p += len, p += strspn(p, " \t\n")) {
 		len = strcspn(p, " \t\n");
 		snprintf(word, sizeof(word), "%.*s", (int)len, p);
@@ -180,7 +182,7 @@ static void add_name(const char ***v, size_t *n, const char *arg)
 
 static void check_options(struct argp_state *state, const struct mr_options *o)
 {
-	bool pids = o->pids.len || o->read_stdin, groups = o->ncgroups || o->nunits;
+	bool pids = o->pid_args, groups = o->ncgroups || o->nunits;
 
 	if (!pids && !groups && !o->cfg.dying)
 		argp_error(state, "no PID, --cgroup, --unit or --dying given");
@@ -190,6 +192,14 @@ static void check_options(struct argp_state *state, const struct mr_options *o)
 		argp_error(state, "--grace needs --kill: without it nothing is sent");
 	if (o->signal_set && !o->cfg.grace)
 		argp_error(state, "--signal needs --grace: it is the signal sent before the grace");
+	if (o->signal_set && (o->cfg.first_signal == SIGSTOP || o->cfg.first_signal == SIGTSTP ||
+			      o->cfg.first_signal == SIGTTIN || o->cfg.first_signal == SIGTTOU))
+		argp_error(state, "--signal %s stops the targets instead of asking them to exit: a run "
+			   "interrupted in the grace would leave them stopped; use TERM, INT, QUIT or HUP",
+			   mr_signal_name(o->cfg.first_signal));
+	if (o->cfg.dry_run && o->cfg.wait)
+		argp_error(state, "--dry-run cannot tell whether the targets would exit within --wait, "
+			   "which only waiting shows; leave --wait out of the dry run");
 	if (o->cfg.dying && o->cfg.kill)
 		argp_error(state, "--dying releases what is dying and sends nothing; it cannot "
 			   "go with --kill");
@@ -260,6 +270,34 @@ static void refuse_secure_exec(void)
 		     "with sudo");
 }
 
+/* What mrelease reads in /proc must be the processes it signals: a /proc
+ * of another pid namespace numbers other processes with the same pids. */
+static void check_proc(const char *proc)
+{
+	pid_t seen;
+	int r = mr_proc_own(proc, &seen);
+
+	if (r == -EXDEV && seen)
+		errx(MR_EXIT_USAGE, "%s belongs to another pid namespace (%s/self names pid %d; "
+		     "mrelease is pid %d): what it reads there are not the processes it would "
+		     "signal; refusing to run; mount a /proc for this pid namespace (unshare "
+		     "--pid --fork --mount-proc, or mount -t proc proc /proc in a mount namespace "
+		     "of its own)", proc, proc, (int)seen, (int)getpid());
+	if (r == -EXDEV)
+		errx(MR_EXIT_USAGE, "%s belongs to another pid namespace (it does not show "
+		     "mrelease itself): what it reads there are not the processes it would signal; "
+		     "refusing to run; mount a /proc for this pid namespace (unshare --pid --fork "
+		     "--mount-proc, or mount -t proc proc /proc in a mount namespace of its own)",
+		     proc);
+	if (r == -ENODEV)
+		errx(MR_EXIT_USAGE, "%s is not a proc file system: mrelease reads the processes "
+		     "there; mount it (mount -t proc proc %s)", proc, proc);
+	if (r) {
+		errno = -r;
+		err(MR_EXIT_USAGE, "%s/self: mrelease needs the /proc of its pid namespace", proc);
+	}
+}
+
 static void read_stdin_pids(struct mr_options *o)
 {
 	char bad[32]; /* the longest word taken, 31 characters */
@@ -277,6 +315,21 @@ static void read_stdin_pids(struct mr_options *o)
 		errno = -r;
 		err(MR_EXIT_FATAL, "standard input");
 	}
+}
+
+/* A pid named twice with two different guards: which was meant cannot be
+ * told, whatever the order. */
+static void check_pids(struct mr_options *o)
+{
+	struct mr_pidspec a, b;
+	char x[48], y[48];
+
+	if (!mr_pidlist_check(&o->pids, &a, &b))
+		return;
+	snprintf(x, sizeof(x), a.ino ? "%d:%llu" : "%d", (int)a.pid, (unsigned long long)a.ino);
+	snprintf(y, sizeof(y), "%d:%llu", (int)b.pid, (unsigned long long)b.ino);
+	errx(MR_EXIT_USAGE, "pid %d is named as %s and as %s: name it once, with the inode it "
+	     "must have or without one", (int)a.pid, x, y);
 }
 
 /* "cgroup2", or "cgroup v1 cpu,cpuacct" from a v1 mount's super options
@@ -345,16 +398,40 @@ static void add_cgroup(struct mr_run *run, const char *what, const char *arg, co
 		     hierarchy(cg, name, sizeof(name)));
 }
 
-/* A unit's cgroup: the one directory of that name under the cgroup2
- * mount. */
-static void add_unit(struct mr_run *run, const char *name)
+/* The unit types that have a cgroup of their own. */
+static const char *const cgroup_units[] = { "service", "scope", "slice", "socket", "mount", "swap" };
+static const char *const other_units[] = { "target", "timer", "path", "device", "automount" };
+
+/* name, or with no unit suffix name.service, as systemctl takes it. */
+static const char *unit_name(const char *name, char *buf, size_t len)
 {
-	char **paths, list[1024] = "";
+	const char *dot = strrchr(name, '.');
+
+	for (size_t i = 0; dot && i < MR_NELEMS(cgroup_units); i++)
+		if (strcmp(dot + 1, cgroup_units[i]) == 0)
+			return name;
+	for (size_t i = 0; dot && i < MR_NELEMS(other_units); i++)
+		if (strcmp(dot + 1, other_units[i]) == 0)
+			errx(MR_EXIT_USAGE, "unit '%s': a %s unit has no cgroup of its own; name the "
+			     "unit it starts, such as %.*s.service", mr_safe(name), other_units[i],
+			     (int)(dot - name), mr_safe(name));
+	if (snprintf(buf, len, "%s.service", name) >= (int)len)
+		errx(MR_EXIT_USAGE, "unit '%s': not a unit name such as foo.service", mr_safe(name));
+	return buf;
+}
+
+/* A unit's cgroup: the one directory of that name among the system
+ * manager's units under the cgroup2 mount. */
+static void add_unit(struct mr_run *run, const char *arg, bool verbose)
+{
+	char **paths, list[1024] = "", buf[256];
+	const char *name;
 	size_t n;
 	int r;
 
-	if (!*name || strchr(name, '/') || strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-		errx(MR_EXIT_USAGE, "unit '%s': not a unit name such as foo.service", mr_safe(name));
+	if (!*arg || strchr(arg, '/') || strcmp(arg, ".") == 0 || strcmp(arg, "..") == 0)
+		errx(MR_EXIT_USAGE, "unit '%s': not a unit name such as foo.service", mr_safe(arg));
+	name = unit_name(arg, buf, sizeof(buf));
 	if ((r = mr_cgroup_units(&run->mounts, name, &paths, &n)) == -ENOENT)
 		errx(MR_EXIT_USAGE, "unit '%s': no cgroup2 mount to look for it under", mr_safe(name));
 	if (r) {
@@ -362,14 +439,17 @@ static void add_unit(struct mr_run *run, const char *name)
 		err(MR_EXIT_FATAL, "unit '%s'", mr_safe(name));
 	}
 	if (n == 0)
-		errx(MR_EXIT_USAGE, "unit '%s': no cgroup of that name under %s", mr_safe(name),
-		     mr_safe(mr_cgmounts_v2(&run->mounts)->path));
+		errx(MR_EXIT_USAGE, "unit '%s': no cgroup of that name in the root or the slices under "
+		     "%s: is it running? (a user's or a container's unit: name its cgroup with "
+		     "--cgroup)", mr_safe(name), mr_safe(mr_cgmounts_v2(&run->mounts)->path));
 	for (size_t i = 0; i < n && n > 1; i++)
 		snprintf(list + strlen(list), sizeof(list) - strlen(list), "%s%s", i ? ", " : "",
 			 mr_safe(paths[i]));
 	if (n > 1)
 		errx(MR_EXIT_USAGE, "unit '%s': %zu cgroups have that name: %s; name one with "
 		     "--cgroup", mr_safe(name), n, list);
+	if (verbose)
+		warnx("unit %s: cgroup %s", mr_safe(name), mr_safe(paths[0]));
 	add_cgroup(run, "unit", name, paths[0]);
 	free(paths[0]);
 	free(paths);
@@ -392,7 +472,7 @@ static void resolve_cgroups(const struct mr_options *o, struct mr_run *run)
 	for (size_t i = 0; i < o->ncgroups; i++)
 		add_cgroup(run, "cgroup", o->cgroups[i], o->cgroups[i]);
 	for (size_t i = 0; i < o->nunits; i++)
-		add_unit(run, o->units[i]);
+		add_unit(run, o->units[i], o->verbose);
 }
 
 static void report(const struct mr_options *o, const struct mr_run *run)
@@ -419,8 +499,7 @@ static int exit_status(const struct mr_run *run, int r)
 	for (size_t i = 0; i < run->ntargets; i++)
 		done += mr_target_done(&run->targets[i]);
 	for (size_t c = 0; c < run->ncgroups; c++)
-		all += run->cgroups[c].kill && !run->cgroups[c].killed && !run->cfg.dry_run &&
-		       !run->interrupted;
+		all += run->cgroups[c].kill && !run->cgroups[c].killed && !run->interrupted;
 	if (all && done == all)
 		return MR_EXIT_OK;
 	return done == 0 ? MR_EXIT_NONE : MR_EXIT_PARTIAL;
@@ -435,6 +514,7 @@ int main(int argc, char **argv)
 			.measure = MR_MEASURE_STATUS,
 			.wait_ms = 10000,
 			.start_us = mr_now_us(),
+			.proc = "/proc",
 		},
 	};
 	struct argp argp = { argp_options, parse_opt, "[PID...]", doc, NULL, NULL, NULL };
@@ -446,8 +526,10 @@ int main(int argc, char **argv)
 	/* getopt names the program by argv[0]; say "mrelease" as err(3) does. */
 	argv[0] = program_invocation_short_name;
 	argp_parse(&argp, argc, argv, ARGP_NO_HELP, NULL, &o);
+	check_proc(o.cfg.proc);
 	mr_protect_self();
 	read_stdin_pids(&o);
+	check_pids(&o);
 	mr_run_init(&run, &o.cfg);
 	resolve_cgroups(&o, &run);
 	mr_hold_signals(&run.cfg.waitmask);

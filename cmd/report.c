@@ -80,7 +80,7 @@ enum summary_field {
 	S_TARGETS, S_RELEASED, S_EXITED, S_FAILED, S_INTERRUPTED, S_PREDICTED, S_LEFT_OUT,
 	S_RSS_BEFORE, S_RSS_AFTER, S_FREED, S_FREED_BASIS, S_RELEASED_KB, S_EXITED_KB,
 	S_MEM_AVAILABLE_DELTA, S_ELAPSED_US, S_KILL_US, S_NICE_APPLIED, S_AFFINITY_APPLIED,
-	S_NFIELDS
+	S_DRY_RUN, S_FIRST_SIGNAL, S_GRACE_MS, S_NFIELDS
 };
 static const struct field summary_fields[] = {
 	[S_TARGETS] = { "targets", NULL, false, V_INT },
@@ -101,6 +101,9 @@ static const struct field summary_fields[] = {
 	[S_KILL_US] = { "kill_us", NULL, false, V_USEC },
 	[S_NICE_APPLIED] = { "nice_applied", NULL, false, V_BOOL },
 	[S_AFFINITY_APPLIED] = { "affinity_applied", NULL, false, V_BOOL },
+	[S_DRY_RUN] = { "dry_run", NULL, false, V_BOOL },
+	[S_FIRST_SIGNAL] = { "first_signal", NULL, false, V_STR },
+	[S_GRACE_MS] = { "grace_ms", NULL, false, V_INT },
 };
 
 /* What the freed total is made of: the cgroups' own memory counters where
@@ -230,15 +233,16 @@ static bool refused(const struct mr_run *run, const struct mr_cgroup *c)
 	return run->refused.what && c == &run->cgroups[run->refused.cgroup];
 }
 
-/* How it was killed: in a dry run, how it would be; otherwise only once it
- * was (JSON null, and in the table "refused" or "failed" when it was not). */
+/* How it was killed (in a dry run, how it would be) once it was (JSON
+ * null, and in the table "refused" or "failed" when it was not). */
 static const char *kill_text(const struct mr_run *run, const struct mr_cgroup *c, bool text)
 {
-	if (run->cfg.dry_run || c->killed)
+	if (c->killed)
 		return kill_names[c->kill];
 	if (text && refused(run, c))
 		return "refused";
-	return text && (c->rounds || c->kill_errnum) && !run->interrupted ? "failed" : NULL;
+	return text && c->kill && (c->rounds || c->kill_errnum || run->cfg.dry_run) &&
+	       !run->interrupted ? "failed" : NULL;
 }
 
 /* Why its kill failed: refused, or the error of the listing or the write. */
@@ -253,7 +257,8 @@ static struct val cgroup_value(const struct mr_run *run, const void *row, int id
 			       char *buf, size_t len)
 {
 	const struct mr_cgroup *c = row;
-	bool unfinished = c->kill == MR_CGKILL_UNTIL_EMPTY && !c->killed && c->rounds;
+	bool unfinished = c->kill == MR_CGKILL_UNTIL_EMPTY && !c->killed &&
+			  (c->rounds || run->cfg.dry_run);
 
 	(void)buf, (void)len;
 	switch ((enum cgroup_field)id) {
@@ -277,9 +282,11 @@ static struct val summary_value(const struct mr_run *run, const void *row, int i
 {
 	const struct summary *s = row;
 
-	(void)run, (void)text, (void)buf, (void)len;
+	(void)text, (void)buf, (void)len;
 	if (id == S_FREED_BASIS)
 		return str(s->count[S_FREED] == MR_UNKNOWN ? NULL : basis_names[s->basis]);
+	if (id == S_FIRST_SIGNAL)
+		return str(run->cfg.grace ? mr_signal_name(run->cfg.first_signal) : NULL);
 	return num(s->count[id]);
 }
 
@@ -386,6 +393,8 @@ static void summarize(const struct mr_run *run, struct summary *s)
 	s->count[S_KILL_US] = run->kill_us;
 	s->count[S_NICE_APPLIED] = run->cfg.sched.set_nice ? run->nice_applied : MR_UNKNOWN;
 	s->count[S_AFFINITY_APPLIED] = run->cfg.sched.set_affinity ? run->affinity_applied : MR_UNKNOWN;
+	s->count[S_DRY_RUN] = run->cfg.dry_run;
+	s->count[S_GRACE_MS] = run->cfg.grace ? run->cfg.grace_ms : MR_UNKNOWN;
 }
 
 /* ---- text ---------------------------------------------------------------- */
@@ -535,6 +544,16 @@ void mr_report_text(FILE *out, const struct mr_run *run)
 		human_kib(buf, sizeof(buf), s.count[S_FREED]);
 		fprintf(out, "Freed: %s %s\n", buf, basis_texts[s.basis]);
 	}
+	if (run->cfg.dry_run && run->cfg.grace)
+		fprintf(out, "Dry run, nothing sent: the run would send %s, give the targets up to "
+			"%.3g s to exit, then send KILL to the rest and release them\n",
+			mr_signal_name(run->cfg.first_signal), (double)run->cfg.grace_ms / 1000);
+	else if (run->cfg.dry_run && run->cfg.kill)
+		fprintf(out, "Dry run, nothing sent: the run would send KILL to the targets and "
+			"release them\n");
+	else if (run->cfg.dry_run)
+		fprintf(out, "Dry run, nothing released: the run would release the targets that "
+			"are dying\n");
 	/* Only when something was killed or came back. */
 	if (s.count[S_MEM_AVAILABLE_DELTA] != MR_UNKNOWN &&
 	    (s.count[S_RELEASED] || s.count[S_EXITED] || run->kill_us != MR_UNKNOWN)) {

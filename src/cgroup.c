@@ -174,26 +174,18 @@ static bool is_file(const char *dir, const char *name)
 	       access(path, F_OK) == 0;
 }
 
-/* Where this cgroup's memory is accounted: its own memory.current on v2 or
- * memory.usage_in_bytes in the v1 memory hierarchy, else the same relative
- * path in the v1 memory hierarchy, as on hybrid systems. */
-static char *memory_file(const struct mr_cgmounts *ms, const struct mr_cgmount *m,
-			 const char *path)
+/* Where this cgroup's memory is accounted: its own memory.current on v2,
+ * or memory.usage_in_bytes in the v1 memory hierarchy; else NULL. Only the
+ * counter of the hierarchy its members are listed from counts them: on a
+ * hybrid host the v1 memory cgroup of the same path need not hold them. */
+static char *memory_file(const char *path, bool v2)
 {
-	const char *rel = path + strlen(m->path);
-	char dir[PATH_MAX], *file = NULL;
+	const char *name = v2 ? "memory.current" : "memory.usage_in_bytes";
+	char *file = NULL;
 
-	if (m->v2 && is_file(path, "memory.current"))
-		return asprintf(&file, "%s/memory.current", path) < 0 ? NULL : file;
-	for (size_t i = 0; i < ms->n; i++) {
-		if (ms->m[i].v2 || !has_controller(ms->m[i].options, "memory"))
-			continue;
-		if (snprintf(dir, sizeof(dir), "%s%s", ms->m[i].path, rel) >= (int)sizeof(dir) ||
-		    !is_file(dir, "memory.usage_in_bytes"))
-			return NULL;
-		return asprintf(&file, "%s/memory.usage_in_bytes", dir) < 0 ? NULL : file;
-	}
-	return NULL;
+	if (!is_file(path, name) || asprintf(&file, "%s/%s", path, name) < 0)
+		return NULL;
+	return file;
 }
 
 /* Whether a path that does not exist was meant as one in a cgroup file
@@ -287,18 +279,43 @@ static int cgroup_dir(const struct mr_cgmounts *ms, const char *path, char *real
 	return is_file(real, "cgroup.procs") ? 0 : -EMEDIUMTYPE;
 }
 
-/* Fill cg for the cgroup directory at real, in mount m. */
-static int take(const struct mr_cgmounts *ms, const struct mr_cgmount *m, const char *real,
+/* A mount of part of a hierarchy (a bind mount of a subtree, m->root not
+ * "/") shows cgroups that a mount of the whole hierarchy shows too: there,
+ * under their real path, if this system has one. */
+static const struct mr_cgmount *whole(const struct mr_cgmounts *ms, const struct mr_cgmount *m,
+				      char *real, size_t len)
+{
+	char path[PATH_MAX], canon[PATH_MAX];
+
+	for (size_t i = 0; strcmp(m->root, "/") != 0 && i < ms->n; i++) {
+		const struct mr_cgmount *w = &ms->m[i];
+
+		if (w->v2 != m->v2 || strcmp(w->options, m->options) != 0 || strcmp(w->root, "/") != 0 ||
+		    snprintf(path, sizeof(path), "%s%s%s", strcmp(w->path, "/") ? w->path : "", m->root,
+			     real + strlen(m->path)) >= (int)sizeof(path) ||
+		    !realpath(path, canon) || mount_of(ms, canon) != w)
+			continue;
+		snprintf(real, len, "%s", canon);
+		return w;
+	}
+	return m;
+}
+
+/* Fill cg for the cgroup directory at real (PATH_MAX long), in mount m. It
+ * is the root of its hierarchy only where the mount shows the whole
+ * hierarchy: a bind mount of a subtree has a cgroup at its top. */
+static int take(const struct mr_cgmounts *ms, const struct mr_cgmount *m, char *real,
 		struct mr_cgroup *cg)
 {
 	const char *root, *tail;
 
 	if (!m)
 		return -EXDEV;
+	m = whole(ms, m, real, PATH_MAX);
 	root = strcmp(m->root, "/") != 0 ? m->root : "";
 	tail = real + strlen(m->path);
 	cg->v2 = m->v2;
-	cg->root = strcmp(real, m->path) == 0;
+	cg->root = strcmp(real, m->path) == 0 && !*root;
 	cg->path = strdup(real);
 	cg->controllers = strdup(m->options);
 	/* /proc/PID/cgroup names cgroups from the hierarchy's root, of which
@@ -309,7 +326,7 @@ static int take(const struct mr_cgmounts *ms, const struct mr_cgmount *m, const 
 		mr_cgroup_free(cg);
 		return -ENOMEM;
 	}
-	cg->memory_file = memory_file(ms, m, real);
+	cg->memory_file = memory_file(real, m->v2);
 	return 0;
 }
 
@@ -412,7 +429,10 @@ void mr_cgroup_free(struct mr_cgroup *cg)
 	free(cg->rel);
 	free(cg->controllers);
 	free(cg->memory_file);
+	free(cg->ids);
 	cg->path = cg->rel = cg->controllers = cg->memory_file = NULL;
+	cg->ids = NULL;
+	cg->nids = 0;
 }
 
 static bool same_hierarchy(const struct mr_cgroup *cg, const char *id, const char *list)
@@ -442,29 +462,45 @@ static bool below(const char *rel, const char *top, bool recursive)
 	return strcmp(top, "/") == 0 || (strncmp(rel, top, len) == 0 && rel[len] == '/');
 }
 
+static int by_id(const void *x, const void *y)
+{
+	uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
+
+	return (a > b) - (a < b);
+}
+
 /* Whether the process is in cg (or below it, with recursive): a member's
  * pid may have been reused between listing and opening. 1 yes, 0 no, or
- * -errno when /proc says nothing. The caller checks afterwards that the
- * pidfd's process is still there, which makes the answer its own. */
-int mr_cgroup_holds(const char *proc, const struct mr_cgroup *cg, pid_t pid, bool recursive)
+ * -errno when nothing says. On cgroup v2 the pidfd's process itself tells
+ * its cgroup (PIDFD_GET_INFO), which is looked for among those the last
+ * listing of cg visited; elsewhere /proc/PID/cgroup tells, and the caller
+ * checks afterwards that the pidfd's process is still there, which makes
+ * the answer its own. */
+int mr_cgroup_holds(const char *proc, const struct mr_cgroup *cg, pid_t pid, int pidfd,
+		    bool recursive)
 {
 	char path[PATH_MAX], *buf, *line, *save = NULL;
+	uint64_t id;
+	pid_t ppid;
 	ssize_t n;
 	int r = 0;
 
+	if (cg->v2 && cg->nids && pidfd >= 0 && mr_pidfd_info(pidfd, &ppid, &id) == 0 && id)
+		return recursive ? bsearch(&id, cg->ids, cg->nids, sizeof(id), by_id) != NULL :
+				   id == cg->id;
 	snprintf(path, sizeof(path), "%s/%d/cgroup", proc, (int)pid);
 	/* Read whole: deep paths in many hierarchies pass any fixed size. */
 	if ((n = mr_read_file_all(path, &buf)) < 0)
 		return (int)n;
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		char *id = line, *list, *rel;
+		char *hid = line, *list, *rel;
 
-		if (!(list = strchr(id, ':')) || !(rel = strchr(list + 1, ':')))
+		if (!(list = strchr(hid, ':')) || !(rel = strchr(list + 1, ':')))
 			continue;
 		*list++ = '\0';
 		*rel++ = '\0';
 		/* Its place in this hierarchy decides, one way or the other. */
-		if (same_hierarchy(cg, id, list)) {
+		if (same_hierarchy(cg, hid, list)) {
 			r = below(rel, cg->rel, recursive);
 			break;
 		}
@@ -554,8 +590,12 @@ struct walk {
 	size_t depth, cap;
 };
 
-/* A level for the directory the walk is in. */
-static int push(struct walk *w)
+/* What a visit says of the cgroup it visited: go on below it, or not. */
+enum { WALK_ON, WALK_PRUNE };
+
+/* A level for the directory the walk is in: its subdirectories to visit,
+ * or with below false none, so that the walk goes back up. */
+static int push(struct walk *w, bool below)
 {
 	struct level *l;
 
@@ -569,7 +609,7 @@ static int push(struct walk *w)
 	}
 	l = &w->stack[w->depth++];
 	*l = (struct level){ .pathlen = strlen(w->path) };
-	return subdirs(w->fd, &l->names, &l->n);
+	return below ? subdirs(w->fd, &l->names, &l->n) : 0;
 }
 
 /* Done with the deepest level: back up to its parent. */
@@ -615,7 +655,8 @@ static int down(struct walk *w, const char *name)
 }
 
 /* Visit the cgroup at top, then (with recursive) every cgroup below it,
- * depth first, whatever its name (".hidden" too), with visit(dirfd, path).
+ * depth first, whatever its name (".hidden" too), with visit(dirfd, path),
+ * but those below one whose visit said WALK_PRUNE.
  * Only one directory is held open at a time, however deep the tree: the
  * walk goes down with openat(name) and back up with openat(".."), so that
  * a tree made deep on purpose cannot run it out of descriptors. A cgroup
@@ -629,8 +670,10 @@ static int walk(const char *top, bool recursive,
 	w.pathcap = strlen(top) + 1;
 	if (w.fd < 0 || !w.path)
 		r = w.fd < 0 ? -errno : -ENOMEM;
-	else if (!(r = visit(w.fd, w.path, arg)) && recursive)
-		r = push(&w);
+	else if ((r = visit(w.fd, w.path, arg)) == WALK_PRUNE)
+		r = 0;
+	else if (!r && recursive)
+		r = push(&w, true);
 	while (!r && w.depth) {
 		struct level *l = &w.stack[w.depth - 1];
 
@@ -638,8 +681,8 @@ static int walk(const char *top, bool recursive,
 			r = pop(&w);
 		else if ((r = down(&w, l->names[l->next++])) == -ENOENT)
 			r = 0;
-		else if (!r && !(r = visit(w.fd, w.path, arg)))
-			r = push(&w);
+		else if (!r && (r = visit(w.fd, w.path, arg)) >= 0)
+			r = push(&w, r == WALK_ON);
 	}
 	while (w.depth)
 		pop(&w);
@@ -651,36 +694,84 @@ static int walk(const char *top, bool recursive,
 }
 
 struct listing {
+	struct mr_cgroup *cg;
+	size_t cap; /* of cg->ids */
 	struct mr_pidlist *out;
 	size_t *outside;
 };
+
+/* A v2 cgroup's id is its directory's inode number (the kernfs node id,
+ * which PIDFD_GET_INFO reports as cgroupid). */
+static int add_id(struct listing *l, int dirfd)
+{
+	struct mr_cgroup *cg = l->cg;
+	struct stat st;
+	uint64_t *v;
+
+	if (fstat(dirfd, &st))
+		return -errno;
+	if (cg->nids == l->cap) {
+		l->cap = l->cap ? 2 * l->cap : 16;
+		if (!(v = reallocarray(cg->ids, l->cap, sizeof(*v))))
+			return -ENOMEM;
+		cg->ids = v;
+	}
+	cg->ids[cg->nids++] = (uint64_t)st.st_ino;
+	return 0;
+}
 
 /* A threaded cgroup's cgroup.procs cannot be read (EOPNOTSUPP): its
  * processes are listed at its threaded domain, above it. */
 static int list_one(int dirfd, const char *path, void *arg)
 {
 	struct listing *l = arg;
-	int r = read_procs(dirfd, l->out, l->outside);
+	int r = l->cg->v2 ? add_id(l, dirfd) : 0;
 
 	(void)path;
+	if (!r)
+		r = read_procs(dirfd, l->out, l->outside);
 	return r == -ENOENT || r == -ENODEV || r == -EOPNOTSUPP ? 0 : r;
 }
 
-int mr_cgroup_members(const struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out,
+/* The members of cg, and with recursive those of its descendants; on v2,
+ * the ids of the cgroups visited are kept in cg (its own in cg->id), for
+ * mr_cgroup_holds. */
+int mr_cgroup_members(struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out,
 		      size_t *outside)
 {
-	struct listing l = { out, outside };
+	struct listing l = { .cg = cg, .out = out, .outside = outside };
+	int r;
 
 	*outside = 0;
-	return walk(cg->path, recursive, list_one, &l);
+	cg->nids = 0;
+	r = walk(cg->path, recursive, list_one, &l);
+	if (!r && cg->nids) {
+		cg->id = cg->ids[0];
+		qsort(cg->ids, cg->nids, sizeof(*cg->ids), by_id);
+	} else {
+		cg->nids = 0;
+	}
+	return r;
 }
 
 struct units {
 	const char *name;
+	size_t toplen;
 	char **paths;
 	size_t n;
 };
 
+static bool is_slice(const char *name)
+{
+	size_t len = strlen(name);
+
+	return len > 6 && strcmp(name + len - 6, ".slice") == 0;
+}
+
+/* Where systemd keeps the units it manages: in the root cgroup and in
+ * slices, and slices only in slices. A cgroup of that name below a
+ * service or a scope (a container's, a user manager's) is another
+ * manager's, and is not looked into. */
 static int match_unit(int dirfd, const char *path, void *arg)
 {
 	struct units *u = arg;
@@ -688,15 +779,17 @@ static int match_unit(int dirfd, const char *path, void *arg)
 	char **v;
 
 	(void)dirfd;
-	if (!base || strcmp(base + 1, u->name) != 0)
-		return 0;
-	if (!(v = reallocarray(u->paths, u->n + 1, sizeof(*v))))
-		return -ENOMEM;
-	u->paths = v;
-	if (!(v[u->n] = strdup(path)))
-		return -ENOMEM;
-	u->n++;
-	return 0;
+	if (strlen(path) == u->toplen)
+		return WALK_ON;
+	if (base && strcmp(base + 1, u->name) == 0) {
+		if (!(v = reallocarray(u->paths, u->n + 1, sizeof(*v))))
+			return -ENOMEM;
+		u->paths = v;
+		if (!(v[u->n] = strdup(path)))
+			return -ENOMEM;
+		u->n++;
+	}
+	return base && is_slice(base + 1) ? WALK_ON : WALK_PRUNE;
 }
 
 static int by_path(const void *x, const void *y)
@@ -704,10 +797,10 @@ static int by_path(const void *x, const void *y)
 	return strcmp(*(char *const *)x, *(char *const *)y);
 }
 
-/* The cgroups under the cgroup2 mount whose directory is called name, as
- * systemd names a unit's ("foo.service", "bar.scope", "baz.slice"), sorted
- * (the walk goes in the file system's order); the caller frees each and the
- * list. -ENOENT: no cgroup2 mount. */
+/* The cgroups of the system manager's units called name ("foo.service",
+ * "bar.scope", "baz.slice") under the cgroup2 mount: in its root and in
+ * its slices, sorted (the walk goes in the file system's order); the
+ * caller frees each and the list. -ENOENT: no cgroup2 mount. */
 int mr_cgroup_units(const struct mr_cgmounts *ms, const char *name, char ***paths, size_t *n)
 {
 	const struct mr_cgmount *v2 = mr_cgmounts_v2(ms);
@@ -718,6 +811,7 @@ int mr_cgroup_units(const struct mr_cgmounts *ms, const char *name, char ***path
 	*n = 0;
 	if (!v2)
 		return -ENOENT;
+	u.toplen = strlen(v2->path);
 	if ((r = walk(v2->path, true, match_unit, &u))) {
 		for (size_t i = 0; i < u.n; i++)
 			free(u.paths[i]);
@@ -737,6 +831,17 @@ int mr_cgroup_units(const struct mr_cgmounts *ms, const char *name, char ***path
 int mr_cgroup_kill(const struct mr_cgroup *cg, int64_t *done_us)
 {
 	return mr_write_file(cg->path, "cgroup.kill", "1", done_us);
+}
+
+/* Whether this caller may write cg's cgroup.kill, as the kernel checks it
+ * at the write: 0, or -errno (-EACCES). */
+int mr_cgroup_kill_permitted(const struct mr_cgroup *cg)
+{
+	char path[PATH_MAX];
+
+	if (snprintf(path, sizeof(path), "%s/cgroup.kill", cg->path) >= (int)sizeof(path))
+		return -ENAMETOOLONG;
+	return faccessat(AT_FDCWD, path, W_OK, AT_EACCESS) ? -errno : 0;
 }
 
 /* Whether cg has a cgroup.kill: v2, Linux 5.14 and later, not a root. */

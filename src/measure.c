@@ -152,23 +152,31 @@ static bool kill_pending(const char *buf, const char *key)
 	return p && (strtoull(p + strlen(key), NULL, 16) & (1ULL << (SIGKILL - 1)));
 }
 
-/* Whether a process is dying, as far as /proc tells, for a dry run to
- * predict what process_mrelease would say: its exit has begun (PF_EXITING),
- * or a SIGKILL waits for it (a fatal signal, or another thread's exit,
- * queues one to every thread). 1 yes, 0 no, -errno unreadable. */
-int mr_proc_dying(const char *proc, pid_t pid)
+/* Whether a process is dying as the kernel decides it for process_mrelease
+ * (__task_will_free_mem), as far as /proc tells, for a dry run to predict
+ * its answer and a failed release to say why: not while its core dump runs
+ * (*dumping: the dump may wait in coredump_wait() as long as a thread of
+ * it is stuck); otherwise once its exit has begun (PF_EXITING), or a
+ * SIGKILL waits for it (a fatal signal, or another thread's exit, queues
+ * one to every thread). 1 yes, 0 no, -errno unreadable. */
+int mr_proc_dying(const char *proc, pid_t pid, bool *dumping)
 {
 	char buf[STATUS_MAX], comm[MR_COMM_LEN], state;
 	unsigned long flags;
 	pid_t ppid;
 	int r;
 
+	*dumping = false;
+	if ((r = (int)read_proc(proc, pid, "status", buf, sizeof(buf))) < 0)
+		return r;
+	if (field_kb(buf, "CoreDumping:") > 0) {
+		*dumping = true;
+		return 0;
+	}
 	if ((r = mr_proc_stat(proc, pid, comm, &state, &ppid, &flags)))
 		return r;
 	if ((flags & MR_PF_EXITING) || state == 'Z' || state == 'X')
 		return 1;
-	if ((r = (int)read_proc(proc, pid, "status", buf, sizeof(buf))) < 0)
-		return r;
 	return kill_pending(buf, "SigPnd:") || kill_pending(buf, "ShdPnd:");
 }
 

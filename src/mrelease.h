@@ -77,6 +77,7 @@ enum mr_reason {
 	MR_R_RELEASE,     /* process_mrelease failed: errnum */
 	MR_R_NOT_EXITING, /* not dying, and --kill not given */
 	MR_R_SHARED_MM,   /* killed, but its address space is shared with a live process */
+	MR_R_COREDUMP,    /* killed, but not released while its core dump ran */
 	MR_R_NOSYS,       /* no process_mrelease, and it did not exit within the wait */
 	MR_R_STUCK,       /* its release did not return within the bound */
 	MR_R_NO_WORKER,   /* no worker thread was left to release it */
@@ -141,6 +142,10 @@ struct mr_cgroup {
 	bool v2;
 	bool root;         /* the top of a cgroup mount: every process below it */
 	char *memory_file; /* memory.current, or v1 memory.usage_in_bytes; or NULL */
+	uint64_t id;       /* v2: its id (its directory's inode number) */
+	uint64_t *ids;     /* v2: the ids of the cgroups its last listing visited,
+			    * sorted */
+	size_t nids;
 	enum mr_cgkill kill;
 	bool killed;       /* cgroup.kill was written, or kill-until-empty ended empty */
 	int kill_errnum;   /* the write to cgroup.kill, or the listing, failed */
@@ -202,7 +207,9 @@ enum mr_note_kind {
 	MR_N_NOSYS,         /* no process_mrelease: waited for the exits */
 	MR_N_GRACE_END,     /* pid, comm, sig, n (ms): did not exit in the grace */
 	MR_N_NOT_DYING,     /* n: --dying: processes not dying, left alone */
+	MR_N_LEFT_OTHER,    /* n: --dying: the others left out */
 	MR_N_INTERRUPTED,   /* n: targets left unfinished */
+	MR_N_NO_KCMP,       /* errnum: a dry run cannot tell shared address spaces */
 };
 
 struct mr_note {
@@ -294,6 +301,7 @@ int mr_parse_cpulist(const char *s, cpu_set_t *set);
 int mr_cpus_online(cpu_set_t *set);
 int mr_pidlist_add(struct mr_pidlist *l, struct mr_pidspec spec);
 int mr_pidlist_read(struct mr_pidlist *l, FILE *in, bool from_stdin, char *bad, size_t badlen);
+int mr_pidlist_check(struct mr_pidlist *l, struct mr_pidspec *a, struct mr_pidspec *b);
 void mr_pidlist_free(struct mr_pidlist *l);
 
 /* file.c */
@@ -312,7 +320,7 @@ void mr_parse_mem(const char *buf, enum mr_measure_mode mode, struct mr_mem *mem
 int mr_proc_stat(const char *proc, pid_t pid, char comm[MR_COMM_LEN], char *state,
 		 pid_t *ppid, unsigned long *flags);
 int mr_proc_tgid(const char *proc, pid_t pid, pid_t *tgid);
-int mr_proc_dying(const char *proc, pid_t pid);
+int mr_proc_dying(const char *proc, pid_t pid, bool *dumping);
 int mr_measure(const char *proc, enum mr_measure_mode mode, pid_t pid, int pidfd,
 	       struct mr_mem *mem);
 int mr_mem_available_kb(int64_t *kb);
@@ -320,6 +328,7 @@ void mr_mem_unknown(struct mr_mem *mem);
 
 /* protect.c */
 void mr_protect_self(void);
+int mr_proc_own(const char *proc, pid_t *seen);
 int mr_pidns_nested(const char *proc);
 int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n);
 size_t mr_fd_room(const char *proc, size_t want, size_t reserve);
@@ -332,6 +341,15 @@ void mr_target_end(struct mr_target *t, enum mr_state state, enum mr_reason reas
 void mr_target_close(struct mr_target *t);
 int mr_pidfd_inode(int pidfd, uint64_t *ino);
 bool mr_pidfd_in_pidfs(int pidfd);
+int mr_pidfd_info(int pidfd, pid_t *ppid, uint64_t *cgroupid);
+/* A process whose address space may be shared: its pid, the pid /proc
+ * shows its memory under, and what mr_mm_sharers found. */
+struct mr_mm_query {
+	pid_t pid, mm_pid;
+	pid_t sharer; /* another process with that address space, or 0 */
+};
+int mr_mm_sharers(const char *proc, struct mr_mm_query *q, size_t n,
+		  bool (*counts)(pid_t pid, void *arg), void *arg);
 const struct mr_ancestor *mr_ancestor_of(const struct mr_run *run, pid_t pid);
 
 /* release.c */
@@ -350,11 +368,13 @@ int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_c
 		      char *tried, size_t triedlen, char *other, size_t otherlen);
 int mr_cgroup_units(const struct mr_cgmounts *ms, const char *name, char ***paths, size_t *n);
 void mr_cgroup_free(struct mr_cgroup *cg);
-int mr_cgroup_members(const struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out,
+int mr_cgroup_members(struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out,
 		      size_t *outside);
-int mr_cgroup_holds(const char *proc, const struct mr_cgroup *cg, pid_t pid, bool recursive);
+int mr_cgroup_holds(const char *proc, const struct mr_cgroup *cg, pid_t pid, int pidfd,
+		    bool recursive);
 int mr_cgroup_kill(const struct mr_cgroup *cg, int64_t *done_us);
 bool mr_cgroup_can_kill(const struct mr_cgroup *cg);
+int mr_cgroup_kill_permitted(const struct mr_cgroup *cg);
 int mr_cgroup_memory_kb(const struct mr_cgroup *cg, int64_t *kb);
 
 /* sched.c */

@@ -277,6 +277,35 @@ int mr_pidlist_read(struct mr_pidlist *l, FILE *in, bool from_stdin, char *bad, 
 	}
 }
 
+static int by_pid_ino(const void *x, const void *y)
+{
+	const struct mr_pidspec *a = x, *b = y;
+
+	if (a->pid != b->pid)
+		return (a->pid > b->pid) - (a->pid < b->pid);
+	if (a->ino != b->ino)
+		return (a->ino > b->ino) - (a->ino < b->ino);
+	/* The command line before standard input: it names a pid on purpose. */
+	return (int)a->stdin - (int)b->stdin;
+}
+
+/* Sort l by pid, and find a pid named twice with two different guards
+ * (PID and PID:INODE, or two inodes): which one was meant cannot be told.
+ * 0; -EINVAL with the two in *a and *b. */
+int mr_pidlist_check(struct mr_pidlist *l, struct mr_pidspec *a, struct mr_pidspec *b)
+{
+	if (l->len)
+		qsort(l->v, l->len, sizeof(*l->v), by_pid_ino);
+	for (size_t i = 1; i < l->len; i++) {
+		if (l->v[i].pid == l->v[i - 1].pid && l->v[i].ino != l->v[i - 1].ino) {
+			*a = l->v[i - 1];
+			*b = l->v[i];
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 void mr_pidlist_free(struct mr_pidlist *l)
 {
 	free(l->v);

@@ -13,6 +13,11 @@
  * parents up to pid 1 is read once, at the start: none of them is ever
  * killed, and a cgroup that holds one is not killed at all.
  *
+ * Its view: what it reads in /proc must be the processes it signals. A
+ * /proc mounted for another pid namespace (a namespace made without
+ * --mount-proc, a container given the host's /proc) numbers other
+ * processes with the same pids, so the run refuses to start there.
+ *
  * Its descriptors: each target holds a pidfd through the run.
  */
 #define _GNU_SOURCE
@@ -25,7 +30,9 @@
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "mrelease.h"
@@ -45,6 +52,45 @@ void mr_protect_self(void)
 		errno = 0;
 }
 
+/* Whether proc is the /proc of mrelease's own pid namespace. /proc/self
+ * names the reader by its pid in the namespace that /proc was mounted for
+ * (or is missing, when the reader is not in that namespace at all), and
+ * NSpid in its status lists one pid for each level from that namespace
+ * down to the reader's: one pid, equal to getpid(), only when the two
+ * namespaces are the same. 0 yes; -EXDEV another namespace's (*seen: the
+ * pid /proc/self names, 0 for none); -ENODEV no proc file system there;
+ * another -errno when it cannot be read. */
+int mr_proc_own(const char *proc, pid_t *seen)
+{
+	char path[PATH_MAX], link[32], status[4096];
+	const char *ns;
+	struct statfs sfs;
+	ssize_t n;
+	pid_t self = getpid();
+	long fields = 0;
+
+	*seen = 0;
+	if (statfs(proc, &sfs))
+		return -errno;
+	if (sfs.f_type != PROC_SUPER_MAGIC)
+		return -ENODEV;
+	snprintf(path, sizeof(path), "%s/self", proc);
+	if ((n = readlink(path, link, sizeof(link) - 1)) < 0)
+		return errno == ENOENT ? -EXDEV : -errno;
+	link[n] = '\0';
+	if (mr_parse_pid(link, seen) || *seen != self)
+		return -EXDEV;
+	snprintf(path, sizeof(path), "%s/self/status", proc);
+	if ((n = mr_read_file(path, status, sizeof(status))) < 0)
+		return (int)n;
+	/* Without pid namespaces there is no NSpid, and no other /proc. */
+	if (!(ns = strstr(status, "\nNSpid:")))
+		return 0;
+	for (const char *p = ns + 7; *p && *p != '\n'; p++)
+		fields += (p[0] == '\t' || p[0] == ' ') && p[1] >= '0' && p[1] <= '9';
+	return fields == 1 ? 0 : -EXDEV;
+}
+
 /* The inode the kernel gives the initial pid namespace, and no other one
  * (the others' are allocated from 0xF0000000 up); systemd's
  * namespace_is_init() tells it by the same. */
@@ -61,6 +107,26 @@ int mr_pidns_nested(const char *proc)
 	if (stat(path, &st))
 		return -errno;
 	return st.st_ino != PID_NS_INIT_INO;
+}
+
+/* The parent of pid, whose /proc stat said from_stat: told by its pidfd
+ * where the kernel can (PIDFD_GET_INFO), a fact of that very process; 0
+ * when it is outside our pid namespace. */
+static pid_t parent_of(pid_t pid, pid_t from_stat)
+{
+	int fd = mr_sys_pidfd_open(pid), r;
+	uint64_t cgroupid;
+	pid_t ppid;
+
+	if (fd < 0)
+		return from_stat;
+	r = mr_pidfd_info(fd, &ppid, &cgroupid);
+	if (r == -ESRCH && mr_sys_pidfd_send_signal(fd, 0) == 0) {
+		ppid = 0;
+		r = 0;
+	}
+	close(fd);
+	return r ? from_stat : ppid;
 }
 
 /* The parent chain, parent first, up to pid 1 of our pid namespace, without
@@ -98,7 +164,7 @@ int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n)
 		(*n)++;
 		if (r)
 			break;
-		pid = ppid;
+		pid = parent_of(pid, ppid);
 	}
 	return 0;
 }

@@ -239,29 +239,47 @@ static void unread(struct mr_run *run, struct mr_target *t, int errnum)
 	t->fig_errnum = errnum;
 }
 
-/* Whether a target killed by cgroup.kill was in the cgroup at the write:
- * process_mrelease refused it as not dying, so it had left before it, or
- * shares its address space with a live process outside. */
+/* A target that is not dying, and was sent nothing: with --dying it is
+ * left alone; named without --kill, it fails (dumping core, or not
+ * exiting). One sent the --grace signal only is not dying yet: the kill
+ * follows. */
+static void end_not_dying(struct mr_run *run, struct mr_target *t, bool dumping)
+{
+	if (run->cfg.dying)
+		mr_target_end(t, MR_LEFT_OUT, MR_R_NOT_DYING, 0);
+	else if (!t->signal)
+		mr_target_end(t, MR_FAILED, dumping ? MR_R_COREDUMP : MR_R_NOT_EXITING, 0);
+}
+
+/* Why process_mrelease refused t as not dying: it is dumping core (a kill
+ * ends the dump only once every thread has reached it); killed by
+ * cgroup.kill, it had left the cgroup before the write; killed, it shares
+ * its address space with a live process outside; or it was never dying. */
 static void not_dying(struct mr_run *run, struct mr_target *t)
 {
 	const struct mr_cgroup *cg = t->cgroup >= 0 ? &run->cgroups[t->cgroup] : NULL;
-	bool by_file = cg && cg->kill == MR_CGKILL_FILE && !t->named;
+	bool by_file = cg && cg->kill == MR_CGKILL_FILE && !t->named, dumping = false;
 
 	if (t->signal == SIGKILL && by_file &&
-	    mr_cgroup_holds(run->cfg.proc, cg, t->pid, run->cfg.recursive) == 0)
+	    mr_cgroup_holds(run->cfg.proc, cg, t->pid, t->pidfd, run->cfg.recursive) == 0) {
 		mr_target_end(t, MR_LEFT_OUT, MR_R_LEFT, 0);
-	else if (t->signal == SIGKILL)
-		mr_target_end(t, MR_FAILED, MR_R_SHARED_MM, 0);
-	else if (run->cfg.dying)
-		mr_target_end(t, MR_LEFT_OUT, MR_R_NOT_DYING, 0);
-	else if (!t->signal)
-		mr_target_end(t, MR_FAILED, MR_R_NOT_EXITING, 0);
-	/* Sent the --grace signal, it is not dying yet: the kill follows. */
+		return;
+	}
+	/* Read only where it changes what is said: not for each process
+	 * --dying finds alive. */
+	if (t->signal == SIGKILL || (!t->signal && !run->cfg.dying))
+		(void)mr_proc_dying(run->cfg.proc, t->mm_pid, &dumping);
+	if (t->signal == SIGKILL)
+		mr_target_end(t, MR_FAILED, dumping ? MR_R_COREDUMP : MR_R_SHARED_MM, 0);
+	else
+		end_not_dying(run, t, dumping);
 }
 
 /* What process_mrelease said of t. */
 static void released(struct act *a, struct mr_target *t, const struct job *j)
 {
+	bool dumping;
+
 	t->release_us = j->release_us;
 	switch (j->release_r) {
 	case 0: mr_target_end(t, MR_RELEASED, MR_R_NONE, 0); break;
@@ -271,7 +289,7 @@ static void released(struct act *a, struct mr_target *t, const struct job *j)
 	 * not that of a process not killed that /proc says is not dying. */
 	case -ENOSYS:
 		a->nosys = true;
-		if (!t->signal && mr_proc_dying(a->run->cfg.proc, t->mm_pid) == 0)
+		if (!t->signal && mr_proc_dying(a->run->cfg.proc, t->mm_pid, &dumping) == 0)
 			not_dying(a->run, t);
 		break;
 	default: mr_target_end(t, MR_FAILED, MR_R_RELEASE, -j->release_r); break;
@@ -472,14 +490,17 @@ static int add_pick(struct pick **v, size_t *n, size_t *cap, struct pick p)
 	return 0;
 }
 
-/* By pid; where a pid was both named and listed, the named pick first. */
+/* By pid; where a pid was both named and listed, the named pick first, and
+ * one named on the command line before one read from standard input. */
 static int by_pid(const void *x, const void *y)
 {
 	const struct pick *a = x, *b = y;
 
 	if (a->pid != b->pid)
 		return (a->pid > b->pid) - (a->pid < b->pid);
-	return (int)b->named - (int)a->named;
+	if (a->named != b->named)
+		return (int)b->named - (int)a->named;
+	return (int)a->stdin - (int)b->stdin;
 }
 
 /* What a listing of cgroup c holds that forbids killing it: mrelease, an
@@ -747,7 +768,8 @@ static bool send(struct act *a, struct mr_target *t, int sig)
  * through its pidfd, which might no longer be a member's. */
 static bool still_member(struct mr_run *run, struct mr_target *t)
 {
-	int in = mr_cgroup_holds(run->cfg.proc, &run->cgroups[t->cgroup], t->pid, run->cfg.recursive);
+	int in = mr_cgroup_holds(run->cfg.proc, &run->cgroups[t->cgroup], t->pid, t->pidfd,
+				 run->cfg.recursive);
 
 	if (!mr_target_alive(t))
 		mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
@@ -1213,27 +1235,106 @@ static int release(struct act *a, enum mr_state state)
 	return r;
 }
 
-/* A dry run: what the real run would do with each target. A kill the
- * kernel would refuse is told by signal 0 through the pidfd; whether a
- * target is dying, by /proc (a process that cannot be read there is taken
- * for one that is not). */
+/* Whether pid, which shares a target's address space, keeps it from being
+ * released in the real run: not when the run would kill it too, nor when
+ * it is dying itself. */
+static bool keeps_mm(pid_t pid, void *arg)
+{
+	const struct mr_run *run = arg;
+	bool dumping;
+
+	for (size_t i = 0; run->cfg.kill && i < run->ntargets; i++)
+		if (run->targets[i].pid == pid && run->targets[i].state == MR_PREDICTED)
+			return false;
+	return mr_proc_dying(run->cfg.proc, pid, &dumping) <= 0;
+}
+
+/* The targets predicted to be released whose address space a process that
+ * is not dying shares: the kernel would refuse them, as it refuses one
+ * that is not dying. */
+static void predict_shared(struct mr_run *run)
+{
+	struct mr_mm_query *q = calloc(run->ntargets ? run->ntargets : 1, sizeof(*q));
+	size_t n = 0;
+	int r;
+
+	for (size_t i = 0; q && i < run->ntargets; i++)
+		if (run->targets[i].state == MR_PREDICTED)
+			q[n++] = (struct mr_mm_query){ run->targets[i].pid, run->targets[i].mm_pid, 0 };
+	if (!q || (r = mr_mm_sharers(run->cfg.proc, q, n, keeps_mm, run)))
+		note(run, MR_N_NO_KCMP, -1, 0, q ? -r : ENOMEM);
+	for (size_t i = 0, k = 0; q && k < n; i++) {
+		struct mr_target *t = &run->targets[i];
+
+		if (t->state != MR_PREDICTED)
+			continue;
+		if (q[k++].sharer && run->cfg.kill)
+			mr_target_end(t, MR_FAILED, MR_R_SHARED_MM, 0);
+		else if (q[k - 1].sharer)
+			end_not_dying(run, t, false);
+	}
+	free(q);
+}
+
+/* How each cgroup's kill would go: a write to cgroup.kill the kernel would
+ * refuse (as to a user who may not write there) fails for every member it
+ * would kill. */
+static void predict_writes(struct mr_run *run)
+{
+	for (size_t c = 0; c < run->ncgroups; c++) {
+		struct mr_cgroup *cg = &run->cgroups[c];
+
+		if (cg->kill == MR_CGKILL_FILE)
+			cg->kill_errnum = -mr_cgroup_kill_permitted(cg);
+	}
+}
+
+/* A cgroup killed until empty would be emptied if every member could be
+ * killed. */
+static void predict_emptied(struct mr_run *run)
+{
+	for (size_t c = 0; c < run->ncgroups; c++) {
+		struct mr_cgroup *cg = &run->cgroups[c];
+
+		cg->remaining = 0;
+		for (size_t i = 0; i < run->ntargets; i++)
+			cg->remaining += run->targets[i].cgroup == (int)c && !run->targets[i].named &&
+					 run->targets[i].reason == MR_R_KILL;
+		cg->killed = cg->kill && !cg->kill_errnum && !cg->remaining;
+	}
+}
+
+/* A dry run: what the real run would do with each target and cgroup. A
+ * kill the kernel would refuse is told by signal 0 through the pidfd, or
+ * for a cgroup.kill by the file's permission; whether a target is dying,
+ * by /proc as the kernel decides it (a process that cannot be read there
+ * is taken for one that is not); whether a live process shares its
+ * address space, by kcmp(2). */
 static void predict(struct mr_run *run)
 {
+	predict_writes(run);
 	for (size_t i = 0; i < run->ntargets; i++) {
 		struct mr_target *t = &run->targets[i];
-		int r;
+		const struct mr_cgroup *cg = t->cgroup >= 0 && !t->named ? &run->cgroups[t->cgroup] : NULL;
+		bool by_file = cg && cg->kill == MR_CGKILL_FILE, dumping;
+		int r, dying;
 
 		if (t->state != MR_OPENED)
 			continue;
-		if (run->cfg.kill && (r = mr_pidfd_signal(t->pidfd, 0)) && r != -ESRCH)
+		dying = mr_proc_dying(run->cfg.proc, t->mm_pid, &dumping);
+		if (by_file && cg->kill_errnum)
+			mr_target_end(t, MR_FAILED, MR_R_KILL, cg->kill_errnum);
+		else if (run->cfg.kill && !by_file && (r = mr_pidfd_signal(t->pidfd, 0)) && r != -ESRCH)
 			mr_target_end(t, MR_FAILED, MR_R_KILL, -r);
-		else if (run->cfg.kill || mr_proc_dying(run->cfg.proc, t->mm_pid) > 0)
+		else if (run->cfg.kill && dumping)
+			mr_target_end(t, MR_FAILED, MR_R_COREDUMP, 0);
+		else if (run->cfg.kill || dying > 0)
 			t->state = MR_PREDICTED;
-		else if (run->cfg.dying)
-			mr_target_end(t, MR_LEFT_OUT, MR_R_NOT_DYING, 0);
 		else
-			mr_target_end(t, MR_FAILED, MR_R_NOT_EXITING, 0);
+			end_not_dying(run, t, dumping);
 	}
+	predict_shared(run);
+	predict_emptied(run);
 }
 
 /* ---- waiting ------------------------------------------------------------- */
@@ -1422,7 +1523,7 @@ static bool got_kill(const struct mr_run *run, pid_t pid)
 static void finish(struct act *a)
 {
 	struct mr_run *run = a->run;
-	size_t unfinished = 0, undying = 0, given_up = 0, kept = 0;
+	size_t unfinished = 0, undying = 0, left_out = 0, given_up = 0, kept = 0;
 
 	for (size_t i = 0; i < run->ntargets; i++) {
 		struct mr_target *t = &run->targets[i];
@@ -1432,13 +1533,16 @@ static void finish(struct act *a)
 			unfinished++;
 		}
 		undying += t->state == MR_LEFT_OUT && t->reason == MR_R_NOT_DYING;
+		left_out += t->state == MR_LEFT_OUT;
 		given_up += t->figures == MR_FIG_GIVEN_UP && t->state != MR_LEFT_OUT;
 		mr_target_close(t);
 	}
 	if (run->interrupted)
 		note(run, MR_N_INTERRUPTED, -1, unfinished, 0);
-	if (run->cfg.dying)
+	if (run->cfg.dying) {
 		note(run, MR_N_NOT_DYING, -1, undying, 0);
+		note(run, MR_N_LEFT_OTHER, -1, left_out - undying, 0);
+	}
 	if (given_up)
 		note(run, MR_N_GIVEN_UP, -1, given_up, 0);
 	if (a->stuck)

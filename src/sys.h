@@ -7,6 +7,8 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -26,9 +28,25 @@
 #ifndef PIDFS_MAGIC
 #define PIDFS_MAGIC 0x50494446 /* include/uapi/linux/magic.h, Linux 6.9 */
 #endif
+#ifndef PROC_SUPER_MAGIC
+#define PROC_SUPER_MAGIC 0x9fa0 /* include/uapi/linux/magic.h */
+#endif
 #ifndef MCL_ONFAULT
 #define MCL_ONFAULT 4 /* include/uapi/asm-generic/mman-common.h, Linux 4.4 */
 #endif
+#ifndef SYS_kcmp
+#define SYS_kcmp 312 /* x86_64 */
+#endif
+#define MR_KCMP_VM 1 /* include/uapi/linux/kcmp.h */
+/* PIDFD_GET_INFO (Linux 6.13): facts of the process behind a pidfd, read
+ * from the pidfd itself. The first version of its struct
+ * (include/uapi/linux/pidfd.h); the request number carries its size. */
+struct mr_pidfd_info {
+	uint64_t mask, cgroupid;
+	uint32_t pid, tgid, ppid, ruid, rgid, euid, egid, suid, sgid, fsuid, fsgid, spare0;
+};
+#define MR_PIDFD_GET_INFO _IOWR(0xFF, 11, struct mr_pidfd_info)
+#define MR_PIDFD_INFO_CGROUPID (1ULL << 2)
 /* Task flags, as the ninth field of /proc/PID/stat shows them
  * (include/linux/sched.h). */
 #define MR_PF_EXITING 0x00000004

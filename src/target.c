@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <limits.h>
 #include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
@@ -62,6 +64,122 @@ bool mr_pidfd_in_pidfs(int pidfd)
 	struct statfs sfs;
 
 	return fstatfs(pidfd, &sfs) == 0 && sfs.f_type == PIDFS_MAGIC;
+}
+
+/* The parent and the cgroup v2 id of the process behind pidfd, from the
+ * pidfd itself (PIDFD_GET_INFO, Linux 6.13), not from /proc text: facts of
+ * that process whatever its pid names by then. 0; -ENOTTY where the kernel
+ * has no such request; -ESRCH when it has been reaped, or when its parent
+ * is outside our pid namespace (the kernel says ESRCH for both; the caller
+ * tells them apart by whether the pidfd's process is alive). *cgroupid is 0
+ * when the kernel does not say. */
+int mr_pidfd_info(int pidfd, pid_t *ppid, uint64_t *cgroupid)
+{
+	struct mr_pidfd_info info = { .mask = MR_PIDFD_INFO_CGROUPID };
+
+	if (ioctl(pidfd, MR_PIDFD_GET_INFO, &info))
+		return errno == EINVAL || errno == ENOTTY || errno == EOPNOTSUPP ? -ENOTTY : -errno;
+	*ppid = (pid_t)info.ppid;
+	*cgroupid = (info.mask & MR_PIDFD_INFO_CGROUPID) ? info.cgroupid : 0;
+	return 0;
+}
+
+/* kcmp(2) on two processes' address spaces: 0 with *order -1, 0 or 1 as
+ * the kernel orders them (by a pointer it scrambles, the same way for the
+ * whole boot: 0 is the same one); -errno when it cannot compare them. */
+static int mm_order(pid_t a, pid_t b, int *order)
+{
+	long r = syscall(SYS_kcmp, a, b, MR_KCMP_VM, 0, 0);
+
+	*order = 0;
+	if (r < 0)
+		return -errno;
+	if (r > 2)
+		return -EINVAL;
+	*order = r == 0 ? 0 : r == 1 ? -1 : 1;
+	return 0;
+}
+
+static bool same_mm(pid_t a, pid_t b)
+{
+	int order;
+
+	return mm_order(a, b, &order) == 0 && order == 0;
+}
+
+/* For each of the n processes in q, another process (outside its thread
+ * group) that shares its address space and for which counts() is true, in
+ * q[i].sharer. The kernel releases no address space that a process which
+ * is not dying still uses (task_will_free_mem), and kcmp(2) tells which
+ * processes share one: the queries are put in the kernel's order of their
+ * address spaces once, and every process in /proc is then looked for among
+ * them by bisection, about N log n calls in all. A process kcmp cannot
+ * compare (gone, or not ours to inspect) shares nothing that can be seen;
+ * one that goes while this runs can make a sharer be missed, never one
+ * be made up. 0; -ENOSYS without kcmp; -errno. */
+int mr_mm_sharers(const char *proc, struct mr_mm_query *q, size_t n,
+		  bool (*counts)(pid_t pid, void *arg), void *arg)
+{
+	size_t *v = calloc(n ? n : 1, sizeof(*v)), k = 0;
+	struct dirent *e;
+	int order, r = 0;
+	DIR *d;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		size_t lo = 0, hi = k;
+
+		q[i].sharer = 0;
+		if ((r = mm_order(q[i].mm_pid, q[i].mm_pid, &order)) == -ENOSYS)
+			break;
+		if (r)
+			continue;
+		while (lo < hi && mm_order(q[i].mm_pid, q[v[lo + (hi - lo) / 2]].mm_pid, &order) == 0) {
+			if (order < 0)
+				hi = lo + (hi - lo) / 2;
+			else
+				lo = lo + (hi - lo) / 2 + 1;
+		}
+		memmove(&v[lo + 1], &v[lo], (k - lo) * sizeof(*v));
+		v[lo] = i;
+		k++;
+	}
+	r = r == -ENOSYS ? r : 0;
+	d = r || !k ? NULL : opendir(proc);
+	if (!r && k && !d)
+		r = -errno;
+	while (d && (e = readdir(d))) {
+		size_t lo = 0, hi = k, at = SIZE_MAX;
+		pid_t pid;
+
+		if (mr_parse_pid(e->d_name, &pid))
+			continue;
+		while (lo < hi && at == SIZE_MAX) {
+			size_t mid = lo + (hi - lo) / 2;
+
+			if (mm_order(pid, q[v[mid]].mm_pid, &order))
+				break;
+			if (order == 0)
+				at = mid;
+			else if (order < 0)
+				hi = mid;
+			else
+				lo = mid + 1;
+		}
+		if (at == SIZE_MAX)
+			continue;
+		/* Every query with that address space: at and its like around. */
+		while (at > 0 && same_mm(pid, q[v[at - 1]].mm_pid))
+			at--;
+		for (; at < k && same_mm(pid, q[v[at]].mm_pid); at++)
+			if (q[v[at]].pid != pid && !q[v[at]].sharer && counts(pid, arg))
+				q[v[at]].sharer = pid;
+	}
+	if (d)
+		closedir(d);
+	free(v);
+	return r;
 }
 
 const struct mr_ancestor *mr_ancestor_of(const struct mr_run *run, pid_t pid)

@@ -193,6 +193,43 @@ v1_release() {
 	[ "$(json_get '.cgroups[0].memory_after_kb')" -lt 4096 ]
 }
 
+@test "v2: a bind mount of a subtree is that cgroup, by its real path; its top is not the root" {
+	need_v2
+	local mnt=$BATS_TEST_TMPDIR/bound
+	make_cgroup "$V2"
+	start_victim -m 4
+	join "$CG" "$VPID"
+	mkdir "$mnt"
+	mount --bind "$CG" "$mnt"
+	at_teardown umount "$mnt"
+	run -0 --separate-stderr "$MRELEASE" --dry-run --kill --json --cgroup "$mnt"
+	json_ok ".cgroups[0].path == \"$CG\" and [.targets[].pid] == [$VPID]"
+	run -0 --separate-stderr "$MRELEASE" --kill --json --cgroup "$mnt/"
+	json_ok ".cgroups[0].path == \"$CG\" and .cgroups[0].kill == \"cgroup.kill\" and .targets[0].pid == $VPID"
+	json_ok '.targets[0].status == "released" or .targets[0].status == "exited"'
+}
+
+@test "a cgroup's memory counter is its own hierarchy's: on a hybrid host, not the v1 memory cgroup of the same path" {
+	need_v2
+	local v1
+	v1=$(cgroup_v1_mount memory)
+	[ -n "$v1" ] || skip "needs the cgroup v1 memory controller"
+	[ ! -e "$V2/cgroup.controllers" ] || ! grep -qw memory "$V2/cgroup.controllers" ||
+		skip "the memory controller is on cgroup v2 here"
+	make_cgroup "$V2"
+	local cg=$CG
+	# A v1 memory cgroup of the same path, which holds none of them.
+	mkdir "$v1/${cg#"$V2"/}"
+	TEST_CGROUPS+=("$v1/${cg#"$V2"/}")
+	start_victims 2 -m 8
+	join "$cg" "${PIDS[@]}"
+	freeze_victim "${PIDS[@]}"
+	run -0 --separate-stderr "$MRELEASE" --kill --json --cgroup "$cg"
+	json_ok ".cgroups[0].path == \"$cg\" and .cgroups[0].memory_before_kb == null"
+	json_ok '.summary.freed_basis == "rss_sum"'
+	json_ok '.summary.freed_kb > 12000'
+}
+
 @test "bad cgroup paths: exit 2, a clear message, nothing killed" {
 	need_v2
 	start_victim -m 1

@@ -137,7 +137,8 @@ as_nobody() {
 }
 
 # start_victim [victim options]: start a victim in the background and
-# wait until it has touched its memory; its pid is left in $VPID.
+# wait until it has touched its memory; its pid is left in $VPID, and the
+# other pid or tid it reports (-t, -d, -x, -s, -z) in $VOTHER.
 start_victim() {
 	local ready i
 	ready=$(mktemp -u "$BATS_TEST_TMPDIR/ready.XXXXXX")
@@ -145,7 +146,7 @@ start_victim() {
 	VPID=$!
 	VICTIMS+=("$VPID")
 	for ((i = 0; i < 600; i++)); do
-		[ -s "$ready" ] && return 0
+		[ -s "$ready" ] && VOTHER=$(cut -s -d' ' -f2 "$ready") && return 0
 		kill -0 "$VPID" 2>/dev/null || break
 		sleep 0.05
 	done
@@ -175,6 +176,15 @@ rss_kb() {
 	local v
 	v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
 	echo "${v:-0}"
+}
+
+# sigkill_pending PID: SIGKILL (bit 8) waits for PID or its group.
+sigkill_pending() {
+	local mask
+	for mask in $(awk '/^(SigPnd|ShdPnd):/ { print $2 }' "/proc/$1/status"); do
+		(((0x$mask & 0x100) != 0)) && return 0
+	done
+	return 1
 }
 
 # rss_under PID KB: PID's resident memory is under KB KiB (for wait_until,

@@ -406,27 +406,34 @@ tmux_clear() {
 	assert_line "$VPID:mr-victim"
 }
 
-@test "completion: --unit completes the units under the cgroup2 mount" {
+@test "completion: --unit completes the system manager's units, in the root and in slices" {
 	need_bash_completion
 	need_root
-	local cg2 unit=mrelease-test-$$ odd=mrelease\\x2dtest-$$.scope
+	local cg2 top unit=mrelease-test-$$ odd=mrelease\\x2dtest-$$.scope
 	cg2=$(cgroup2_mount)
 	[ -n "$cg2" ] || skip "no cgroup2 file system is mounted"
-	make_cgroup "$cg2" || skip "cannot create a cgroup under $cg2"
-	# The same unit name at two depths, and one as systemd escapes a
-	# "-", which has to be quoted when inserted.
-	mkdir "$CG/$unit.slice" "$CG/$unit.slice/$unit.service" "$CG/$unit.service" \
-		"$CG/$odd" || fail "cannot create cgroups under $CG"
-	TEST_CGROUPS+=("$CG/$unit.slice" "$CG/$unit.slice/$unit.service" "$CG/$unit.service"
-		"$CG/$odd")
+	top=$cg2/mrelease-test-$$-top.slice
+	mkdir "$top" || skip "cannot create a cgroup under $cg2"
+	TEST_CGROUPS+=("$top")
+	# The same unit name at two depths, one as systemd escapes a "-",
+	# which has to be quoted when inserted, and units below a scope and a
+	# cgroup that is no unit, which are another manager's.
+	mkdir "$top/$unit.slice" "$top/$unit.slice/$unit.service" "$top/$unit.service" \
+		"$top/$odd" "$top/$odd/$unit-inner.service" "$top/plain" "$top/plain/$unit-plain.service" ||
+		fail "cannot create cgroups under $top"
+	TEST_CGROUPS+=("$top/$unit.slice" "$top/$unit.slice/$unit.service" "$top/$unit.service"
+		"$top/$odd" "$top/$odd/$unit-inner.service" "$top/plain" "$top/plain/$unit-plain.service")
 
 	run complete_line "mrelease --unit "
 	assert_success
 	assert_line "$unit.service"
 	assert_line "$unit.slice"
 	assert_line "$odd"
-	# No cgroup that is no unit, and every name once.
-	refute_line "${CG##*/}"
+	assert_line "${top##*/}"
+	# No cgroup that is no unit, none of another manager's, every name once.
+	refute_line "plain"
+	refute_line "$unit-inner.service"
+	refute_line "$unit-plain.service"
 	assert_equal "$(grep -cxF "$unit.service" <<<"$output")" 1
 	# A prefix narrows it, after a blank or "=", or right after -u.
 	assert_candidates "mrelease --kill --unit $unit." "$unit.service" "$unit.slice"

@@ -43,11 +43,14 @@ dying_victim() {
 	kill -9 "$VPID"
 }
 
-# A unit's cgroup, NAME under a test cgroup of the cgroup2 mount, holding a
-# new victim ($VPID); UNIT_CG is its path.
+# A unit's cgroup, NAME in a test slice of the cgroup2 mount (where the
+# system manager keeps its units), holding a new victim ($VPID); UNIT_CG is
+# its path.
 unit_with_victim() {
-	make_cgroup "$V2"
-	UNIT_CG=$CG/$1
+	local slice=$V2/mrelease-test-$$-$RANDOM.slice
+	mkdir "$slice"
+	TEST_CGROUPS+=("$slice")
+	UNIT_CG=$slice/$1
 	mkdir "$UNIT_CG"
 	TEST_CGROUPS+=("$UNIT_CG")
 	start_victim -m 4
@@ -103,12 +106,20 @@ run_example() {
 		run -0 --separate-stderr sh "$script"
 		assert_output --regexp '^freed [0-9]+ KiB$'
 		gone "$VPID" ;;
-	'#!/bin/sh'$'\n''# earlyoom -N /usr/local/bin/oom-release'*)
-		dying_victim
-		printf '%s\n' "$ex" >"$script"
-		# The hook may not set its nice value: said, and the release goes on.
-		run -0 --separate-stderr env EARLYOOM_PID="$VPID" sh "$script"
-		[ "$(rss_kb "$VPID")" -lt 1024 ] ;;
+	'mrelease --dying --quiet --nice -10')
+		freezer_cgroup
+		run -0 --separate-stderr dying_in_pidns "$ex"
+		assert_output ""
+		[ "$(cut -d' ' -f1 "$BATS_TEST_TMPDIR/rss")" -lt 1024 ] ;;
+	'mrelease --kill --quiet --nice -10 "$pid"')
+		start_victim -m 8
+		freeze_victim "$VPID"
+		run -0 --separate-stderr env pid="$VPID" bash -c "$ex"
+		assert_output ""
+		[ "$(rss_kb "$VPID")" -lt 1024 ]
+		# An empty variable selects nothing.
+		run -1 --separate-stderr env pid= bash -c "$ex"
+		assert_equal "$stderr" "mrelease: no process selected" ;;
 	'systemd-run --scope --quiet mrelease --kill --unit batch.service')
 		[ -d /run/systemd/system ] || skip "needs systemd as the init system"
 		unit_with_victim "mrelease-test-$$-batch.service"

@@ -92,6 +92,11 @@ setup() {
 		"$1" --dying --verbose --json'
 	json_ok "[.targets[].pid] == [$(cat "$BATS_TEST_TMPDIR/pid")] and .targets[0].status == \"released\" and .targets[0].signal == null"
 	assert_regex "$stderr" "[0-9]+ not dying; left alone"
+	# What --verbose counts adds up to what JSON says was left out.
+	local undying others
+	undying=$(sed -n 's/^mrelease: \([0-9]*\) not dying; left alone$/\1/p' <<<"$stderr")
+	others=$(sed -n 's/^mrelease: \([0-9]*\) others\{0,1\} left out: .*/\1/p' <<<"$stderr")
+	json_ok ".summary.left_out == $undying + $others"
 	local d l
 	read -r d l <"$BATS_TEST_TMPDIR/rss"
 	[ "$d" -lt 1024 ] || fail "the dying victim still holds $d KiB"
@@ -115,23 +120,38 @@ setup() {
 
 # --- --unit --------------------------------------------------------------------------
 
-@test "--unit finds a unit's cgroup under the cgroup2 mount by its name" {
+@test "--unit finds the system manager's unit: in the root or a slice, not below a service or a scope" {
 	need_v2
-	local unit parent
+	local unit slice
 	unit=mrelease-test-$$-$RANDOM.service
-	make_cgroup "$V2"
-	parent=$CG
-	mkdir "$parent/$unit"
-	TEST_CGROUPS+=("$parent/$unit")
+	slice=$V2/mrelease-test-$$-$RANDOM.slice
+	mkdir "$slice" "$slice/$unit"
+	TEST_CGROUPS+=("$slice" "$slice/$unit")
 	start_victim -m 4
-	join "$parent/$unit" "$VPID"
+	join "$slice/$unit" "$VPID"
+	# Without a suffix, .service, as systemctl takes it; -v says which cgroup.
+	run -0 --separate-stderr "$MRELEASE" --dry-run --kill --verbose --json --unit "${unit%.service}"
+	json_ok ".cgroups[0].path == \"$slice/$unit\" and .targets[0].pid == $VPID"
+	assert_regex "$stderr" "(^|"$'\n'")mrelease: unit $unit: cgroup $slice/$unit("$'\n'"|\$)"
 	run -0 --separate-stderr "$MRELEASE" --kill --json --unit "$unit"
-	json_ok ".cgroups[0].path == \"$parent/$unit\" and .targets[0].pid == $VPID"
-	# Two cgroups of that name: refused, naming both.
-	mkdir "$parent/other.slice" "$parent/other.slice/$unit"
-	TEST_CGROUPS+=("$parent/other.slice" "$parent/other.slice/$unit")
+	json_ok ".cgroups[0].path == \"$slice/$unit\" and .targets[0].pid == $VPID"
+	# The same name below a scope (a container's, a user manager's units) is
+	# another manager's: not looked into, with or without the unit here.
+	mkdir "$slice/box.scope" "$slice/box.scope/$unit"
+	TEST_CGROUPS+=("$slice/box.scope" "$slice/box.scope/$unit")
+	run -1 --separate-stderr "$MRELEASE" --kill --json --unit "$unit"
+	json_ok ".cgroups[0].path == \"$slice/$unit\""
+	rmdir "$slice/$unit"
 	run -2 --separate-stderr "$MRELEASE" --kill --unit "$unit"
-	assert_equal "$stderr" "mrelease: unit '$unit': 2 cgroups have that name: $parent/$unit, $parent/other.slice/$unit; name one with --cgroup"
+	assert_equal "$stderr" "mrelease: unit '$unit': no cgroup of that name in the root or the slices under $V2: is it running? (a user's or a container's unit: name its cgroup with --cgroup)"
+	# Two in slices: refused, naming both.
+	mkdir "$slice/$unit" "$slice/sub.slice" "$slice/sub.slice/$unit"
+	TEST_CGROUPS+=("$slice/sub.slice" "$slice/sub.slice/$unit")
+	run -2 --separate-stderr "$MRELEASE" --kill --unit "$unit"
+	assert_equal "$stderr" "mrelease: unit '$unit': 2 cgroups have that name: $slice/$unit, $slice/sub.slice/$unit; name one with --cgroup"
+	# A unit type without a cgroup of its own.
+	run -2 --separate-stderr "$MRELEASE" --kill --unit "${unit%.service}.timer"
+	assert_equal "${stderr%%$'\n'*}" "mrelease: unit '${unit%.service}.timer': a timer unit has no cgroup of its own; name the unit it starts, such as ${unit%.service}.service"
 }
 
 # --- a dry run predicts -------------------------------------------------------------
@@ -173,6 +193,78 @@ setup() {
 	assert_regex "$stderr" "holds pid [0-9]+ \\(bash\\), an ancestor of mrelease: refusing to kill it"
 	kill -0 "${PIDS[0]}"
 	kill -0 "${PIDS[1]}"
+}
+
+@test "a dry run predicts a core dump under way as the real run decides: not released" {
+	ulimit -c 0
+	# The second thread dumps core; the dump waits for the main thread,
+	# which the freezer holds, with a SIGKILL pending for it.
+	start_victim -m 8 -d
+	freezer_cgroup
+	echo "$VPID" >"$FREEZER/tasks"
+	echo FROZEN >"$FREEZER/freezer.state"
+	wait_until 100 grep -qx FROZEN "$FREEZER/freezer.state"
+	kill -USR2 "$VPID"
+	wait_until 100 grep -Eq '^CoreDumping:[[:space:]]+1' "/proc/$VPID/status" ||
+		fail "the victim did not begin its core dump"
+	sigkill_pending "$VPID" || fail "no SIGKILL pending for the frozen main thread"
+	local want="mrelease: pid $VPID: dumping core: the kernel releases none of its memory until the dump ends"
+	for kill in "" --kill; do
+		run -1 --separate-stderr "$MRELEASE" --dry-run $kill --json "$VPID"
+		assert_equal "$stderr" "$want"
+		json_ok '.targets[0].status == "failed" and .summary.dry_run == true'
+	done
+	run -1 --separate-stderr "$MRELEASE" --json "$VPID"
+	assert_equal "$stderr" "$want"
+	run -1 --separate-stderr "$MRELEASE" --kill --json "$VPID"
+	assert_equal "$stderr" "$want"
+	json_ok '.targets[0].signal == "KILL" and .summary.dry_run == false'
+	[ "$(rss_kb "$VPID")" -gt 6000 ] || fail "the dumping victim's memory was freed"
+}
+
+@test "a dry run predicts a shared address space as the real run decides" {
+	# The victim shares its address space with a process it made (CLONE_VM).
+	start_victim -m 8 -s
+	local sharer=$VOTHER
+	[ -n "$sharer" ]
+	local want="mrelease: pid $VPID: killed, but not released: its address space is shared with a live process (vfork or CLONE_VM)"
+	run -1 --separate-stderr "$MRELEASE" --dry-run --kill "$VPID"
+	assert_equal "$stderr" "$want"
+	# Killed together, both would be released.
+	run -0 --separate-stderr "$MRELEASE" --dry-run --kill --json "$VPID" "$sharer"
+	json_ok '[.targets[].status] == ["would kill", "would kill"]'
+	# Without --kill: dying, but the sharer lives, so it is not releasable.
+	freeze_victim "$VPID"
+	kill -9 "$VPID"
+	run -1 --separate-stderr "$MRELEASE" --dry-run "$VPID"
+	assert_equal "$stderr" "mrelease: pid $VPID: not exiting; use --kill"
+	run -1 --separate-stderr "$MRELEASE" "$VPID"
+	assert_equal "$stderr" "mrelease: pid $VPID: not exiting; use --kill"
+	kill -0 "$sharer"
+}
+
+@test "a dry run states its plan and marks its JSON; a cgroup.kill it may not write fails as it would" {
+	need_v2
+	make_cgroup "$V2"
+	start_victim -m 4
+	join "$CG" "$VPID"
+	run -0 --separate-stderr "$MRELEASE" --dry-run --kill --grace 2.5 --signal QUIT --cgroup "$CG"
+	assert_line "Dry run, nothing sent: the run would send QUIT, give the targets up to 2.5 s to exit, then send KILL to the rest and release them"
+	run -0 --separate-stderr "$MRELEASE" --dry-run --kill --grace 2.5 --signal QUIT --json --cgroup "$CG"
+	json_ok '.summary.dry_run == true and .summary.first_signal == "QUIT" and .summary.grace_ms == 2500'
+	run -0 --separate-stderr "$MRELEASE" --kill --json --cgroup "$CG" --dry-run
+	json_ok '.summary.first_signal == null and .summary.grace_ms == null and .cgroups[0].kill == "cgroup.kill"'
+	# As nobody, the write to cgroup.kill is not permitted: the dry run
+	# says what the real run then does, and exits as it does.
+	chmod 755 "$CG"
+	run -1 --separate-stderr as_nobody "$MRELEASE" --dry-run --kill --json --cgroup "$CG"
+	json_ok '.targets[0].status == "failed" and .targets[0].error == "cannot kill it: Permission denied" and .cgroups[0].kill == null'
+	local dry=$output
+	run -1 --separate-stderr as_nobody "$MRELEASE" --kill --json --cgroup "$CG"
+	json_ok '.targets[0].status == "failed" and .targets[0].error == "cannot kill it: Permission denied" and .cgroups[0].kill == null'
+	kill -0 "$VPID"
+	assert_equal "$(jq -c '[.targets[].error, .cgroups[].kill_error]' <<<"$dry")" \
+		"$(jq -c '[.targets[].error, .cgroups[].kill_error]' <<<"$output")"
 }
 
 # --- honest totals and quiet reports -------------------------------------------

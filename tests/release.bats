@@ -199,7 +199,7 @@ setup() {
 	VICTIMS+=("$VPID")
 	for ((i = 0; i < 200; i++)); do [ -s "$ready" ] && break; sleep 0.05; done
 	run -0 --separate-stderr as_nobody "$MRELEASE" --kill --nice -10 --json "$VPID"
-	assert_equal "$stderr" "mrelease: cannot set nice value -10: Permission denied; releasing at mrelease's own"
+	assert_equal "$stderr" "mrelease: cannot set nice value -10 for the releases: Permission denied; releasing at mrelease's own nice value instead"
 	json_ok '.summary.nice_applied == false and .summary.affinity_applied == null'
 	json_ok '.targets[0].status == "released" or .targets[0].status == "exited"'
 }

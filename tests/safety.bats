@@ -43,15 +43,6 @@ bg_done() {
 		fail "exit status $BG_STATUS, not $1; stderr: $stderr; stdout: $output"
 }
 
-# sigkill_pending PID: SIGKILL (bit 8) waits for PID or its group.
-sigkill_pending() {
-	local mask
-	for mask in $(awk '/^(SigPnd|ShdPnd):/ { print $2 }' "/proc/$1/status"); do
-		(((0x$mask & 0x100) != 0)) && return 0
-	done
-	return 1
-}
-
 # gone_or_killed PID: PID has exited, or a SIGKILL waits for it.
 gone_or_killed() {
 	! kill -0 "$1" 2>/dev/null || sigkill_pending "$1"
@@ -89,6 +80,57 @@ cgroup_v1_mounts() {
 need_v1_memory() {
 	V1=$(cgroup_v1_mount memory)
 	[ -n "$V1" ] || skip "needs the cgroup v1 memory controller"
+}
+
+# --- /proc of another pid namespace ------------------------------------------
+
+# grandparent_in_pidns [--mount-proc] ARGS...: in a pid namespace that
+# keeps the host's /proc (unshare without --mount-proc, unless given), a
+# shell GP runs sh, which runs mrelease ARGS... with "GP" replaced by GP's
+# pid; GP then says it lived on. The namespace and all in it are this
+# test's.
+grandparent_in_pidns() {
+	local own=()
+	[ "$1" != --mount-proc ] || { own=(--mount-proc); shift; }
+	unshare --pid --fork "${own[@]}" bash -c '
+		m=$1
+		shift
+		bash -c '\''
+			m=$1
+			shift
+			[ -z "$CG" ] || echo $$ >"$CG/cgroup.procs"
+			sh -c "\"\$@\"; echo rc=\$?" sh "$m" "${@/#GP/$$}"
+			echo gp-lived
+		'\'' bash "$m" "$@"
+	' bash "$MRELEASE" "$@"
+}
+
+@test "never: a /proc of another pid namespace; refused before anything, the grandparent lives" {
+	run -0 --separate-stderr grandparent_in_pidns --kill GP
+	assert_line rc=2
+	assert_line gp-lived
+	assert_regex "$stderr" "^mrelease: /proc belongs to another pid namespace \(/proc/self names pid [0-9]+; mrelease is pid [0-9]+\): .*--mount-proc"
+	# The dry run is refused the same way: it would read another's /proc.
+	run -0 --separate-stderr grandparent_in_pidns --dry-run --kill GP
+	assert_line rc=2
+	assert_line gp-lived
+	# With a /proc of its own, the grandparent is refused by name.
+	run -0 --separate-stderr grandparent_in_pidns --mount-proc --kill GP
+	assert_line rc=1
+	assert_line gp-lived
+	assert_regex "$stderr" "refusing to kill bash, an ancestor of mrelease"
+}
+
+@test "never: a /proc of another pid namespace; a cgroup that holds the grandparent is not killed" {
+	need_v2
+	make_cgroup "$V2"
+	start_victim -m 1
+	join "$CG" "$VPID"
+	CG=$CG run -0 --separate-stderr grandparent_in_pidns --kill --cgroup "$CG"
+	assert_line rc=2
+	assert_line gp-lived
+	assert_regex "$stderr" "belongs to another pid namespace"
+	kill -0 "$VPID"
 }
 
 # --- the roots of the hierarchies -------------------------------------------
@@ -661,8 +703,9 @@ joins_during() {
 	for mode in status smaps; do
 		start_victims 12 -m 2
 		freeze_victim "${PIDS[@]}"
-		[ "$mode" = status ] && shim_env "openat:/proc/*/status:600000:0" ||
-			shim_env "openat:/proc/*/smaps_rollup:600000:0"
+		# The targets' files, not mrelease's own /proc/self/status.
+		[ "$mode" = status ] && shim_env "openat:/proc/[0-9]*/status:600000:0" ||
+			shim_env "openat:/proc/[0-9]*/smaps_rollup:600000:0"
 		# Held for 600 s: only a run that gives them up ends.
 		run -0 --separate-stderr timeout 120 "${SHIM_ENV[@]}" "$MRELEASE" --kill --jobs 1 \
 			--measure "$mode" --json "${PIDS[@]}"

@@ -15,7 +15,8 @@
 #include <unistd.h>
 
 static const char usage[] =
-	"usage: mr-victim [-m MIB] [-c N | -C N] [-k] [-i] [-T | -e] [-D] [-u] [-t | -x | -s | -z] [-r FILE]\n"
+	"usage: mr-victim [-m MIB] [-c N | -C N] [-k] [-i] [-T | -e] [-D] [-u] [-t | -d | -x | -s | -z]\n"
+	"                 [-r FILE]\n"
 	"  -m MIB   allocate and touch MIB of private anonymous memory\n"
 	"  -c N     fork N children that each touch MIB too\n"
 	"  -C N     fork N children that only share our MIB, copy-on-write\n"
@@ -27,6 +28,9 @@ static const char usage[] =
 	"           figures to all but CAP_SYS_PTRACE\n"
 	"  -u       on each SIGUSR1, fork a child that touches MIB and waits\n"
 	"  -t       start a second thread and report its tid as well\n"
+	"  -d       as -t; on SIGUSR2, which only that thread takes, it dumps\n"
+	"           core (SIGSEGV): the dump waits for the main thread, held\n"
+	"           by a v1 freezer, to exit\n"
 	"  -x       as -t, then end the main thread (pthread_exit): the leader\n"
 	"           is a zombie while the process lives on\n"
 	"  -s       start a process that shares our address space (CLONE_VM)\n"
@@ -40,6 +44,13 @@ static void want_fork(int sig)
 {
 	(void)sig;
 	fork_wanted = 1;
+}
+
+static void dump_core(int sig)
+{
+	(void)sig;
+	signal(SIGSEGV, SIG_DFL);
+	raise(SIGSEGV);
 }
 
 static void exit_later(int sig)
@@ -119,11 +130,11 @@ int main(int argc, char **argv)
 	size_t mib = 0;
 	int children = 0, sharers = 0, keep_forking = 0, idle = 0, thread = 0, shared = 0, zombie = 0;
 	int ignore_term = 0, graceful = 0, undumpable = 0, fork_on_usr1 = 0;
-	int leader_exits = 0, c;
+	int leader_exits = 0, dumper = 0, c;
 	const char *ready = NULL;
 	pid_t tid = 0;
 
-	while ((c = getopt(argc, argv, "m:c:C:kiTeDutxszr:")) != -1) {
+	while ((c = getopt(argc, argv, "m:c:C:kiTeDutdxszr:")) != -1) {
 		switch (c) {
 		case 'm': mib = strtoul(optarg, NULL, 10); break;
 		case 'c': children = atoi(optarg); break;
@@ -135,6 +146,7 @@ int main(int argc, char **argv)
 		case 'D': undumpable = 1; break;
 		case 'u': fork_on_usr1 = 1; break;
 		case 't': thread = 1; break;
+		case 'd': thread = dumper = 1; break;
 		case 'x': thread = leader_exits = 1; break;
 		case 's': shared = 1; break;
 		case 'z': zombie = 1; break;
@@ -197,6 +209,14 @@ int main(int argc, char **argv)
 			errx(1, "pthread_create");
 		if (read(pfd[0], &tid, sizeof(tid)) != sizeof(tid))
 			err(1, "read");
+		if (dumper) {
+			sigset_t usr2;
+
+			signal(SIGUSR2, dump_core);
+			sigemptyset(&usr2);
+			sigaddset(&usr2, SIGUSR2);
+			pthread_sigmask(SIG_BLOCK, &usr2, NULL);
+		}
 	}
 	if (shared) {
 		static char stack[64 << 10];
