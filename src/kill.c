@@ -1,0 +1,484 @@
+/* kill.c: the grace, the kills, and the refusals that stop them.
+ *
+ * The contracts, each kept by one function below:
+ * - A v2 cgroup, recursively, is killed with one write to cgroup.kill: the
+ *   kernel kills everything in the subtree at that moment, forks and
+ *   migrations included. Nothing is listed or signalled after it
+ *   (kill_by_file).
+ * - Where cgroup.kill cannot say what was asked (v1, --no-recursive, a
+ *   kernel without cgroup.kill), the cgroup is killed until empty: list it,
+ *   open each pid, check that it is still a member, SIGKILL it, and list
+ *   again, until a listing finds no member that has not been killed, as
+ *   systemd does (kill_until_empty).
+ * - A cgroup that holds mrelease, one of its ancestors, pid 1 or a process
+ *   it cannot see (outside its pid namespace: listed as 0 on v2, left out
+ *   on v1) is not killed at all: checked at the first listing, and again
+ *   at the listing just before the write and before each listing's kills
+ *   (mr_check_listing). Refused once the run has begun, the run stops
+ *   there, and what it killed before is released.
+ * - A signal that interrupts the run stops it: no further signal is sent
+ *   (mr_stopped, before each one).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run.h"
+#include "sys.h"
+
+/* What a listing of cgroup c holds that forbids killing it: mrelease, an
+ * ancestor of it, pid 1, or a member outside our pid namespace (a v1
+ * listing leaves those out: from a nested pid namespace, a v1 cgroup is
+ * not killed at all). Recorded in run->refused. */
+bool mr_check_listing(struct mr_act *a, int c, const struct mr_pidlist *l, size_t outside)
+{
+	struct mr_run *run = a->run;
+	struct mr_refused *f = &run->refused;
+
+	*f = (struct mr_refused){ .cgroup = c };
+	for (size_t i = 0; i < l->len && !f->what; i++) {
+		const struct mr_ancestor *anc = mr_ancestor_of(run, l->v[i].pid);
+
+		f->pid = l->v[i].pid;
+		if (f->pid == run->self)
+			f->what = MR_REFUSE_SELF;
+		else if (anc) {
+			f->what = MR_REFUSE_ANCESTOR;
+			memcpy(f->comm, anc->comm, sizeof(f->comm));
+		} else if (f->pid == 1) {
+			f->what = MR_REFUSE_INIT;
+		}
+	}
+	if (!f->what && outside)
+		f->what = MR_REFUSE_OUTSIDE;
+	else if (!f->what && !run->cgroups[c].v2 && a->nested)
+		f->what = MR_REFUSE_UNSEEN;
+	if (f->what == MR_REFUSE_OUTSIDE || f->what == MR_REFUSE_UNSEEN)
+		f->pid = 0;
+	return f->what != MR_REFUSE_NONE;
+}
+
+/* How each cgroup will be killed: the method is chosen before anything is
+ * sent. */
+void mr_plan_kills(struct mr_run *run)
+{
+	for (size_t c = 0; run->cfg.kill && c < run->ncgroups; c++) {
+		struct mr_cgroup *cg = &run->cgroups[c];
+
+		if (run->cfg.recursive && mr_cgroup_can_kill(cg))
+			cg->kill = MR_CGKILL_FILE;
+		else
+			cg->kill = MR_CGKILL_UNTIL_EMPTY;
+	}
+}
+
+/* Send sig through t's pidfd, unless the run is interrupted. */
+static bool mr_send(struct mr_act *a, struct mr_target *t, int sig)
+{
+	int r;
+
+	mr_begin(a);
+	if (mr_stopped(a))
+		return false;
+	a->run->sent = true;
+	if ((r = mr_pidfd_signal(t->pidfd, sig)) == 0) {
+		t->state = MR_SIGNALLED;
+		t->signal = sig;
+		if (sig == SIGKILL)
+			a->run->kill_us = mr_now_us() - a->run->cfg.start_us;
+		return true;
+	}
+	if (r == -ESRCH)
+		mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
+	else
+		mr_target_end(t, MR_FAILED, sig == SIGKILL ? MR_R_KILL : MR_R_FIRST, -r);
+	return false;
+}
+
+/* Whether t, a member found in a listing, is in its cgroup now. One that
+ * left is left out; one whose membership cannot be read is not signalled
+ * through its pidfd, which might no longer be a member's. */
+static bool still_member(struct mr_run *run, struct mr_target *t)
+{
+	int in = mr_cgroup_holds(run->cfg.proc, &run->cgroups[t->cgroup], t->pid, t->pidfd,
+				 run->cfg.recursive);
+
+	if (!mr_target_alive(t))
+		mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
+	else if (in == 0)
+		mr_target_end(t, MR_LEFT_OUT, MR_R_LEFT, 0);
+	else if (in < 0)
+		mr_target_end(t, MR_FAILED, MR_R_MEMBERSHIP, -in);
+	return in == 1 && !mr_ended(t);
+}
+
+/* --grace: the first signal through each target's pidfd (a cgroup member
+ * only while it is one), an immediate release of those it made exit (a
+ * signal whose action is the default begins the group exit as it is
+ * queued), then up to the grace for the others to exit by themselves. A
+ * signal that interrupts the run ends it here: nothing more is sent. */
+int mr_grace(struct mr_act *a)
+{
+	struct mr_run *run = a->run;
+	int64_t end = mr_now_us() + (int64_t)run->cfg.grace_ms * 1000;
+	size_t n, *items;
+	bool *gone = NULL;
+	int r;
+
+	for (size_t i = 0; i < run->ntargets && !mr_stopped(a); i++) {
+		struct mr_target *t = &run->targets[i];
+
+		if (t->state == MR_OPENED && (t->named || still_member(run, t)))
+			mr_send(a, t, run->cfg.first_signal);
+	}
+	if (run->interrupted)
+		return 0;
+	if (!(items = mr_in_state(run, MR_SIGNALLED, &n)))
+		return mr_fatal(run, -ENOMEM, "target list");
+	if (!(r = mr_run_jobs(a, MR_JOB_RELEASE, items, n, end)) && !run->interrupted) {
+		free(items);
+		items = mr_in_state(run, MR_SIGNALLED, &n);
+		gone = calloc(n ? n : 1, sizeof(*gone));
+		r = items && gone ? mr_wait_targets(a, items, n, end, gone) : -ENOMEM;
+	}
+	for (size_t i = 0; !r && !run->interrupted && i < n; i++) {
+		struct mr_target *t = &run->targets[items[i]];
+		struct mr_note nt = { .kind = MR_N_GRACE_END, .pid = t->pid, .cgroup = -1,
+				      .sig = run->cfg.first_signal, .n = run->cfg.grace_ms };
+
+		if (gone[i]) {
+			mr_exited(run, t);
+			continue;
+		}
+		memcpy(nt.comm, t->comm, sizeof(nt.comm));
+		mr_note_add(run, nt);
+	}
+	free(gone);
+	free(items);
+	return r ? mr_fatal(run, r, "waiting for the grace") : 0;
+}
+
+/* Still to be killed: opened, or sent the --grace signal only. */
+static bool to_kill(const struct mr_target *t)
+{
+	return t->state == MR_OPENED || (t->state == MR_SIGNALLED && t->signal != SIGKILL);
+}
+
+/* A target that no listing will make killable: one that failed already,
+ * or a kernel thread. */
+static bool unkillable(const struct mr_target *t)
+{
+	return t->state == MR_FAILED || t->reason == MR_R_KTHREAD;
+}
+
+/* The target among the first n indexed that pid, listed in cgroup c, is
+ * already: one not done with that is still that process (not reaped, so
+ * the pid is still its own), or one no listing will make killable. NULL:
+ * none, the pid is a newcomer. */
+static struct mr_target *listed_target(struct mr_act *a, const struct mr_pidx *idx, size_t n, pid_t pid)
+{
+	ssize_t k = mr_find_target(idx, n, pid);
+	struct mr_target *t = k < 0 || !a->run->targets ? NULL : &a->run->targets[k];
+
+	if (t && (unkillable(t) || (!mr_ended(t) && t->pidfd >= 0 && mr_target_alive(t))))
+		return t;
+	return NULL;
+}
+
+/* A newcomer listed in cgroup c, opened (through pidfd, if one was opened
+ * for it already, else -1): in *out, or NULL. */
+static int open_newcomer(struct mr_act *a, int c, pid_t pid, int pidfd, struct mr_target **out)
+{
+	int r = mr_open_pick(a, &(struct mr_pick){ .pid = pid, .cgroup = c }, pidfd, out);
+
+	if (*out)
+		(*out)->figures = MR_FIG_LATE;
+	return r;
+}
+
+static int by_spec_pid(const void *x, const void *y)
+{
+	const struct mr_pidspec *a = x, *b = y;
+
+	return (a->pid > b->pid) - (a->pid < b->pid);
+}
+
+/* List cgroup c for its kill (round cg->rounds), each pid once (a process
+ * that moves between two subgroups as they are read is listed twice), and
+ * check the listing. 0; -ECANCELED: refused; another -errno: the listing
+ * failed, and with it the cgroup's kill. */
+static int relist(struct mr_act *a, int c, struct mr_pidlist *l)
+{
+	struct mr_cgroup *cg = &a->run->cgroups[c];
+	bool recursive = cg->kill == MR_CGKILL_FILE || a->run->cfg.recursive;
+	size_t outside, k = 0;
+	int r;
+
+	cg->rounds++;
+	if ((r = mr_cgroup_members(cg, recursive, l, &outside))) {
+		cg->kill_errnum = -r;
+		return r;
+	}
+	if (l->len)
+		qsort(l->v, l->len, sizeof(*l->v), by_spec_pid);
+	for (size_t i = 0; i < l->len; i++)
+		if (!k || l->v[k - 1].pid != l->v[i].pid)
+			l->v[k++] = l->v[i];
+	l->len = k;
+	return mr_check_listing(a, c, l, outside) ? -ECANCELED : 0;
+}
+
+/* The listing of a cgroup just before its write, and for each pid in it:
+ * NOT_NEW for a target already, else a pidfd opened before the write, or
+ * -1. */
+struct listed {
+	struct mr_pidlist l;
+	int *fds;
+};
+
+enum { NOT_NEW = -2 };
+
+/* Tell the newcomers in x's listing, and give each a pidfd as far as the
+ * room allows: a syscall each, and nothing read, so that one killed and
+ * reaped at once is still reported. *idx: the targets indexed, made at
+ * the first listing that needs it and kept for the next writes (no target
+ * is added until every write is made). */
+static void hold_newcomers(struct mr_act *a, struct listed *x, struct mr_pidx **idx)
+{
+	if (x->l.len && !*idx)
+		*idx = mr_index_targets(a->run);
+	x->fds = *idx || !x->l.len ? malloc((x->l.len ? x->l.len : 1) * sizeof(*x->fds)) : NULL;
+	for (size_t i = 0; x->fds && i < x->l.len; i++) {
+		pid_t pid = x->l.v[i].pid;
+
+		x->fds[i] = listed_target(a, *idx, a->run->ntargets, pid) ? NOT_NEW : -1;
+		if (x->fds[i] == -1 && a->room && (x->fds[i] = mr_sys_pidfd_open(pid)) >= 0)
+			a->room--;
+	}
+}
+
+static void listed_free(struct mr_act *a, struct listed *x)
+{
+	for (size_t i = 0; x->fds && i < x->l.len; i++)
+		if (x->fds[i] >= 0) {
+			close(x->fds[i]);
+			a->room++;
+		}
+	free(x->fds);
+	mr_pidlist_free(&x->l);
+}
+
+/* The v2 contract: one write to cgroup.kill kills everything in the
+ * subtree at that moment. The listing just before it is checked, and kept
+ * in *x, with a pidfd for each newcomer: the members it found are opened
+ * after every write (open_listed), to be released. */
+static int kill_by_file(struct mr_act *a, int c, struct listed *x, struct mr_pidx **idx)
+{
+	struct mr_run *run = a->run;
+	struct mr_cgroup *cg = &run->cgroups[c];
+	int64_t done;
+	int r;
+
+	mr_begin(a);
+	if ((r = relist(a, c, &x->l)))
+		return r == -ECANCELED ? r : 0;
+	hold_newcomers(a, x, idx);
+	if (mr_stopped(a))
+		return 0;
+	run->sent = true;
+	if ((r = mr_cgroup_kill(cg, &done))) {
+		cg->kill_errnum = -r;
+		return 0;
+	}
+	cg->killed = true;
+	run->kill_us = done - run->cfg.start_us;
+	return 0;
+}
+
+/* Whether the newcomer pid, held through fd (or -1), is a target already:
+ * opened for another cgroup's listing, which the same process was in. The
+ * same process where pidfds have inodes of their own; else one not reaped. */
+static bool targeted(struct mr_act *a, const struct mr_pidx *idx, size_t n, pid_t pid, int fd)
+{
+	ssize_t k = mr_find_target(idx, n, pid);
+	uint64_t ino;
+
+	if (k >= 0 && fd >= 0 && a->run->pidfs && !mr_pidfd_inode(fd, &ino))
+		return a->run->targets[k].ino == ino;
+	return listed_target(a, idx, n, pid) != NULL;
+}
+
+/* The newcomers of cgroup c listed in x, killed by its write: opened, with
+ * no figures before; each once, though the listings of several cgroups
+ * found it. */
+static int open_listed(struct mr_act *a, int c, struct listed *x)
+{
+	size_t n = a->run->ntargets;
+	struct mr_pidx *idx = NULL;
+	int r = x->fds ? 0 : mr_fatal(a->run, -ENOMEM, "target list");
+	struct mr_target *t;
+
+	for (size_t i = 0; !r && i < x->l.len; i++) {
+		if (x->fds[i] == NOT_NEW)
+			continue;
+		/* Indexed at the first newcomer: most writes find none. */
+		if (!idx && !(idx = mr_index_targets(a->run))) {
+			r = mr_fatal(a->run, -ENOMEM, "target list");
+			break;
+		}
+		if (!targeted(a, idx, n, x->l.v[i].pid, x->fds[i])) {
+			r = open_newcomer(a, c, x->l.v[i].pid, x->fds[i], &t);
+		} else if (x->fds[i] >= 0) {
+			close(x->fds[i]);
+			a->room++;
+		}
+		x->fds[i] = NOT_NEW;
+	}
+	free(idx);
+	return r;
+}
+
+/* One listing's kills: each member not killed yet, checked to be one still,
+ * is sent SIGKILL. How many were killed now; in cg->remaining, how many
+ * cannot be. */
+static size_t kill_listed(struct mr_act *a, int c, const struct mr_pidlist *l, int *err)
+{
+	struct mr_run *run = a->run;
+	struct mr_cgroup *cg = &run->cgroups[c];
+	size_t n = run->ntargets, fresh = 0;
+	struct mr_pidx *idx = mr_index_targets(run);
+
+	cg->remaining = 0;
+	*err = idx ? 0 : mr_fatal(run, -ENOMEM, "target list");
+	for (size_t i = 0; !*err && i < l->len && !mr_stopped(a); i++) {
+		struct mr_target *t = listed_target(a, idx, n, l->v[i].pid);
+
+		if (!t && (*err = open_newcomer(a, c, l->v[i].pid, -1, &t)))
+			break;
+		if (!t || t->signal == SIGKILL)
+			continue;
+		if (!unkillable(t) && !mr_ended(t) && still_member(run, t) && mr_send(a, t, SIGKILL))
+			fresh++;
+		cg->remaining += unkillable(t);
+	}
+	free(idx);
+	return fresh;
+}
+
+/* Where cgroup.kill cannot say what was asked (v1, --no-recursive, a kernel
+ * without cgroup.kill): list, open each pid, check that it is still a
+ * member, SIGKILL it; list again, until a listing finds no member that has
+ * not been killed. Everything in the cgroup while this runs is killed.
+ * Bounded in listings and in time: a cgroup still not empty then is a
+ * failure, with the count. */
+static int kill_until_empty(struct mr_act *a, int c)
+{
+	struct mr_run *run = a->run;
+	struct mr_cgroup *cg = &run->cgroups[c];
+	size_t fresh = 1;
+	int64_t end;
+	int r = 0;
+
+	mr_begin(a);
+	end = mr_now_us() + (int64_t)run->bound_ms * 1000;
+	while (!r && fresh && cg->rounds < MR_ROUNDS_MAX && (!cg->rounds || mr_now_us() < end) &&
+	       !mr_stopped(a)) {
+		struct mr_pidlist l = { 0 };
+
+		if (!(r = relist(a, c, &l)))
+			fresh = kill_listed(a, c, &l, &r);
+		mr_pidlist_free(&l);
+	}
+	if (r == -ENOMEM)
+		cg->kill_errnum = ENOMEM;
+	/* Still finding members to kill when the bound came. */
+	if (fresh && !r && !run->interrupted)
+		cg->remaining += fresh;
+	cg->killed = !r && !cg->remaining && !run->interrupted;
+	return r == -ECANCELED || r == -ENOMEM ? r : 0;
+}
+
+/* The fate of cgroup c's members its kill left as they were, and the note
+ * that says how it went. */
+static void settle(struct mr_act *a, int c)
+{
+	struct mr_run *run = a->run;
+	struct mr_cgroup *cg = &run->cgroups[c];
+	bool file = cg->kill == MR_CGKILL_FILE;
+
+	for (size_t i = 0; i < run->ntargets; i++) {
+		struct mr_target *t = &run->targets[i];
+
+		if (t->cgroup != c || t->named || !to_kill(t))
+			continue;
+		if (file && cg->killed) {
+			t->state = MR_SIGNALLED;
+			t->signal = SIGKILL;
+		} else if (cg->kill_errnum) {
+			mr_target_end(t, MR_FAILED, MR_R_KILL, cg->kill_errnum);
+		} else if (mr_target_alive(t)) {
+			/* Found by no later listing: left, or gone. */
+			mr_target_end(t, MR_LEFT_OUT, MR_R_LEFT, 0);
+		} else {
+			mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
+		}
+	}
+	if (cg->kill_errnum)
+		mr_note(run, MR_N_KILL_FAILED, c, 0, cg->kill_errnum);
+	else if (file)
+		mr_note(run, MR_N_CGKILL, c, 0, 0);
+	else
+		mr_note(run, cg->killed ? MR_N_UNTIL_EMPTY : MR_N_NOT_EMPTY, c,
+		     cg->killed ? cg->rounds : cg->remaining, 0);
+}
+
+/* SIGKILL for each named target through its pidfd, then the writes to
+ * cgroup.kill (before each, nothing is read: newcomers get a pidfd, no
+ * more), then the cgroups killed until empty; then the members the writes
+ * killed are opened, and every cgroup acted on is settled. -ECANCELED: a cgroup was
+ * refused, and the run stops there; -ENOMEM. */
+int mr_kill_all(struct mr_act *a)
+{
+	struct mr_run *run = a->run;
+	struct listed *lists = calloc(run->ncgroups ? run->ncgroups : 1, sizeof(*lists));
+	struct mr_pidx *idx = NULL;
+	int r = lists ? 0 : mr_fatal(run, -ENOMEM, "target list");
+
+	for (size_t i = 0; !r && i < run->ntargets && !mr_stopped(a); i++)
+		if (run->targets[i].named && to_kill(&run->targets[i]))
+			mr_send(a, &run->targets[i], SIGKILL);
+	for (size_t c = 0; !r && c < run->ncgroups && !mr_stopped(a); c++)
+		if (run->cgroups[c].kill == MR_CGKILL_FILE)
+			r = kill_by_file(a, (int)c, &lists[c], &idx);
+	free(idx);
+	for (size_t c = 0; !r && c < run->ncgroups && !mr_stopped(a); c++)
+		if (run->cgroups[c].kill == MR_CGKILL_UNTIL_EMPTY)
+			r = kill_until_empty(a, (int)c);
+	/* What a write killed is killed, whatever stopped the run since; a
+	 * kill that failed has failed. */
+	for (size_t c = 0; lists && c < run->ncgroups; c++) {
+		struct mr_cgroup *cg = &run->cgroups[c];
+		int e = 0;
+
+		if (cg->killed && cg->kill == MR_CGKILL_FILE && r != -ENOMEM && !run->interrupted)
+			e = open_listed(a, (int)c, &lists[c]);
+		if (cg->killed || cg->kill_errnum ||
+		    (cg->rounds && !run->interrupted && r != -ECANCELED))
+			settle(a, (int)c);
+		r = r ? r : e;
+		listed_free(a, &lists[c]);
+	}
+	free(lists);
+	return r;
+}
+
+/* After a cgroup refused once the run had begun: what was not killed is
+ * not, and is not released either. */
+void mr_stop_rest(struct mr_run *run)
+{
+	for (size_t i = 0; i < run->ntargets; i++)
+		if (to_kill(&run->targets[i]))
+			mr_target_end(&run->targets[i], MR_FAILED, MR_R_STOPPED, 0);
+}

@@ -1,0 +1,187 @@
+/* settle.c: the end of a run: the exits waited for (--wait, or the short
+ * wait that makes the counters read after hold what an exit freed), and
+ * what is left: targets not done were interrupted, each cgroup is counted,
+ * and the targets are put in pid order for the report.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run.h"
+
+/* Wait until the targets in items[0..n) exit, or deadline: gone[i] says
+ * which did. A signal that interrupts the run ends the wait. */
+int mr_wait_targets(struct mr_act *a, const size_t *items, size_t n, int64_t deadline,
+			bool *gone)
+{
+	int *fds = calloc(n ? n : 1, sizeof(*fds));
+	int r;
+
+	if (!fds)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		fds[i] = a->run->targets[items[i]].pidfd;
+	r = mr_wait_exit(fds, n, deadline, &a->run->cfg.waitmask, gone);
+	free(fds);
+	if (r == -EINTR)
+		a->run->interrupted = true;
+	return r == -EINTR ? 0 : r;
+}
+
+/* A target that exited by itself: its figures after. */
+void mr_exited(struct mr_run *run, struct mr_target *t)
+{
+	mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
+	mr_measure(run->cfg.proc, run->cfg.measure, t->mm_pid, t->pidfd, &t->after);
+}
+
+/* A target that exited by itself may still be freeing its memory:
+ * process_mrelease says ESRCH once its address space is detached, and the
+ * pages come back as the exit goes on. Its exit (its pidfd polls readable
+ * only after that) is waited for, MR_READ_BOUND_MS at most, so that the
+ * counters read afterwards (the cgroups', MemAvailable) hold what it freed.
+ * Only the figures depend on it: a wait that cannot be made is skipped. */
+void mr_wait_exited(struct mr_act *a)
+{
+	struct mr_run *run = a->run;
+	size_t n, k = 0, *items = mr_in_state(run, MR_EXITED, &n);
+	bool *gone = calloc(n ? n : 1, sizeof(*gone));
+
+	for (size_t i = 0; items && i < n; i++)
+		if (run->targets[items[i]].pidfd >= 0)
+			items[k++] = items[i];
+	if (gone && k)
+		(void)mr_wait_targets(a, items, k, mr_now_us() + (int64_t)MR_READ_BOUND_MS * 1000, gone);
+	free(items);
+	free(gone);
+}
+
+/* --wait for the released targets to exit; and, without process_mrelease,
+ * for the killed ones, in its place. */
+int mr_wait_exits(struct mr_act *a)
+{
+	struct mr_run *run = a->run;
+	size_t *items = calloc(run->ntargets ? run->ntargets : 1, sizeof(*items)), n = 0;
+	bool *gone = calloc(run->ntargets ? run->ntargets : 1, sizeof(*gone));
+	int r = items && gone ? 0 : -ENOMEM;
+
+	for (size_t i = 0; !r && i < run->ntargets; i++) {
+		const struct mr_target *t = &run->targets[i];
+
+		if ((run->cfg.wait && t->state == MR_RELEASED) || (a->nosys && !mr_ended(t)))
+			items[n++] = i;
+		else if (run->cfg.wait && t->state == MR_EXITED)
+			run->targets[i].exited = 1;
+	}
+	if (!r && n)
+		r = mr_wait_targets(a, items, n, mr_now_us() + (int64_t)run->cfg.wait_ms * 1000, gone);
+	for (size_t i = 0; !r && i < n; i++) {
+		struct mr_target *t = &run->targets[items[i]];
+
+		if (t->state == MR_RELEASED)
+			t->exited = gone[i] ? 1 : 0;
+		else if (gone[i] && !mr_ended(t))
+			mr_exited(run, t);
+		else if (!run->interrupted)
+			mr_target_end(t, MR_FAILED, MR_R_NOSYS, 0);
+	}
+	free(items);
+	free(gone);
+	return r ? mr_fatal(run, r, "waiting for the targets to exit") : 0;
+}
+
+/* Members found by a later listing were appended: the report goes by pid.
+ * Without memory for it, the order stays as selected. */
+static void sort_by_pid(struct mr_run *run)
+{
+	struct mr_pidx *idx = mr_index_targets(run);
+	struct mr_target *v = calloc(run->ntargets ? run->ntargets : 1, sizeof(*v));
+
+	for (size_t i = 0; idx && v && i < run->ntargets; i++)
+		v[i] = run->targets[idx[i].i];
+	if (idx && v && run->ntargets)
+		memcpy(run->targets, v, run->ntargets * sizeof(*v));
+	free(idx);
+	free(v);
+}
+
+/* Whether a target with this pid was sent SIGKILL (targets in pid order). */
+static bool got_kill(const struct mr_run *run, pid_t pid)
+{
+	size_t lo = 0, hi = run->ntargets;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (run->targets[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < run->ntargets && run->targets[lo].pid == pid; lo++)
+		if (run->targets[lo].signal == SIGKILL)
+			return true;
+	return false;
+}
+
+/* What is left once the work is over: targets not done were interrupted;
+ * each cgroup's members and results are counted; and the targets are put
+ * in pid order, for the report. */
+void mr_finish(struct mr_act *a)
+{
+	struct mr_run *run = a->run;
+	size_t unfinished = 0, undying = 0, left_out = 0, given_up = 0, kept = 0;
+
+	for (size_t i = 0; i < run->ntargets; i++) {
+		struct mr_target *t = &run->targets[i];
+
+		if (!mr_ended(t) && t->state != MR_PREDICTED) {
+			t->state = MR_INTERRUPTED;
+			unfinished++;
+		}
+		undying += t->state == MR_LEFT_OUT && t->reason == MR_R_NOT_DYING;
+		left_out += t->state == MR_LEFT_OUT;
+		given_up += t->figures == MR_FIG_GIVEN_UP && t->state != MR_LEFT_OUT;
+		mr_target_close(t);
+	}
+	if (run->interrupted)
+		mr_note(run, MR_N_INTERRUPTED, -1, unfinished, 0);
+	if (run->cfg.dying) {
+		mr_note(run, MR_N_NOT_DYING, -1, undying, 0);
+		mr_note(run, MR_N_LEFT_OTHER, -1, left_out - undying, 0);
+	}
+	if (given_up)
+		mr_note(run, MR_N_GIVEN_UP, -1, given_up, 0);
+	if (a->stuck)
+		mr_note(run, MR_N_STUCK, -1, a->stuck, 0);
+	if (a->retries)
+		mr_note(run, MR_N_RETRIES, -1, a->retries, 0);
+	if (a->nosys)
+		mr_note(run, MR_N_NOSYS, -1, 0, 0);
+	for (size_t c = 0; c < run->ncgroups; c++) {
+		struct mr_cgroup *cg = &run->cgroups[c];
+
+		if (run->sent)
+			mr_cgroup_memory_kb(cg, &cg->memory_after_kb);
+		cg->members = cg->released = cg->failed = cg->left_out = 0;
+		for (size_t i = 0; i < run->ntargets; i++) {
+			const struct mr_target *t = &run->targets[i];
+
+			if (t->cgroup != (int)c)
+				continue;
+			cg->left_out += t->state == MR_LEFT_OUT;
+			cg->members += t->state != MR_LEFT_OUT;
+			cg->released += t->state == MR_RELEASED;
+			cg->failed += t->state == MR_FAILED;
+		}
+	}
+	sort_by_pid(run);
+	/* A note that the grace ended says a KILL follows: kept where one did
+	 * (a signal, or a cgroup refused, can stop the run before it). */
+	for (size_t i = 0; i < run->nnotes; i++)
+		if (run->notes[i].kind != MR_N_GRACE_END || got_kill(run, run->notes[i].pid))
+			run->notes[kept++] = run->notes[i];
+	run->nnotes = kept;
+}
