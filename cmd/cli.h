@@ -26,18 +26,39 @@ struct mr_options {
 	size_t ncgroups, nunits;
 };
 
-/* report.c */
-void mr_report_text(FILE *out, const struct mr_run *run);
-void mr_report_json(FILE *out, const struct mr_run *run);
-bool mr_target_done(const struct mr_target *t);
-size_t mr_selected(const struct mr_run *run);
+/* text.c */
+/* A sentence, and when it is said: always, or only with --verbose (a
+ * target's reason is always said). */
+struct mr_text {
+	bool always;
+	const char *fmt;
+	const char *if_zero; /* said instead when n is 0 */
+};
 
-/* diag.c */
+/* What a template is filled in from. */
+struct mr_fields {
+	const struct mr_run *run;
+	pid_t pid;
+	const char *comm;
+	int cgroup, errnum, sig;
+	size_t n;
+	const struct mr_target *t; /* or NULL */
+};
+
 const char *mr_safe(const char *s);
+const char *mr_expand(const char *fmt, const struct mr_fields *f, char *buf, size_t len);
 const char *mr_reason_text(const struct mr_run *run, const struct mr_target *t, char *buf,
 			   size_t len);
 const char *mr_figures_text(const struct mr_run *run, const struct mr_target *t, char *buf,
 			    size_t len);
+bool mr_target_done(const struct mr_target *t);
+size_t mr_selected(const struct mr_run *run);
+
+/* report.c */
+void mr_report_text(FILE *out, const struct mr_run *run);
+void mr_report_json(FILE *out, const struct mr_run *run);
+
+/* diag.c */
 void mr_report_diagnostics(const struct mr_run *run, bool verbose);
 void mr_report_refusal(const struct mr_run *run);
 

@@ -134,25 +134,6 @@ static const char *const kill_names[] = {
 	[MR_CGKILL_UNTIL_EMPTY] = "until empty",
 };
 
-/* Done, for the exit status: released (and, when --wait asked for it,
- * gone), gone by itself, or in a dry run, would be. */
-bool mr_target_done(const struct mr_target *t)
-{
-	return (t->state == MR_RELEASED && t->exited != 0) || t->state == MR_EXITED ||
-	       t->state == MR_PREDICTED;
-}
-
-/* The targets that are rows: all but those left out, and the named pids
- * that have no process. */
-size_t mr_selected(const struct mr_run *run)
-{
-	size_t n = run->nmissing;
-
-	for (size_t i = 0; i < run->ntargets; i++)
-		n += run->targets[i].state != MR_LEFT_OUT;
-	return n;
-}
-
 /* The rows in pid order: the targets, less those left out, and the named
  * pids with no process, made into targets as they are reached. NULL at the
  * end. */
