@@ -41,7 +41,7 @@ struct mr_fields {
 	pid_t pid;
 	const char *comm;
 	int cgroup, errnum, sig;
-	size_t n;
+	size_t n, m;
 	const struct mr_target *t; /* or NULL */
 };
 

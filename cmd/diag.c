@@ -38,6 +38,12 @@ static const struct mr_text note_texts[] = {
 			      "threads, or gone before they were opened", NULL },
 	[MR_N_NO_KCMP] = { true, "cannot tell which processes share an address space (kcmp: %e): "
 			   "the dry run takes the targets for sharing theirs with none", NULL },
+	[MR_N_WAVES] = { false, "%n waves: at most %m pidfds fit at once under the limit on open "
+			 "files (ulimit -n)", NULL },
+	[MR_N_NO_ROOM] = { true, "no room for a pidfd: %n descriptors are in use or kept aside, and "
+			   "the limit on open files is %m; raise it (ulimit -n, LimitNOFILE=)", NULL },
+	[MR_N_NO_GRACE] = { true, "cgroup %g: %n member%s got no %S first: they did not fit in a "
+			    "wave before the cgroup's kill (ulimit -n); killed with the rest", NULL },
 	[MR_N_INTERRUPTED] = { true, "interrupted with %n target%s unfinished; sent nothing "
 			       "more; reporting what was done",
 			       "interrupted; reporting what was done" },
@@ -69,7 +75,8 @@ static const struct {
 static void say_note(const struct mr_run *run, const struct mr_note *n, bool verbose)
 {
 	const struct mr_text *x = &note_texts[n->kind];
-	struct mr_fields f = { run, n->pid, n->comm, n->cgroup, n->errnum, n->sig, n->n, NULL };
+	struct mr_fields f = { .run = run, .pid = n->pid, .comm = n->comm, .cgroup = n->cgroup,
+			       .errnum = n->errnum, .sig = n->sig, .n = n->n, .m = n->m };
 	char buf[MR_SAFE_LEN];
 
 	if (!x->always && !verbose)
@@ -81,7 +88,8 @@ void mr_report_refusal(const struct mr_run *run)
 {
 	const struct mr_refused *r = &run->refused;
 	const struct mr_ancestor *a = mr_ancestor_of(run, r->pid);
-	struct mr_fields f = { run, r->pid, a ? a->comm : r->comm, r->cgroup, 0, 0, 0, NULL };
+	struct mr_fields f = { .run = run, .pid = r->pid, .comm = a ? a->comm : r->comm,
+			       .cgroup = r->cgroup };
 	char buf[MR_SAFE_LEN];
 
 	if (r->what == MR_REFUSE_NONE)
@@ -117,7 +125,7 @@ void mr_report_diagnostics(const struct mr_run *run, bool verbose)
 			warnx("%spid %d%s%s%s: left out: %s", where, (int)t->pid, *t->comm ? " (" : "",
 			      *t->comm ? mr_safe(t->comm) : "", *t->comm ? ")" : "",
 			      mr_reason_text(run, t, buf, sizeof(buf)));
-		else if (t->state == MR_RELEASED && t->exited == 0 && !run->interrupted)
+		else if (t->state == MR_RELEASED && t->waited == MR_WAITED_RUNNING && !run->interrupted)
 			warnx("pid %d: released, but still running after the wait (stuck in the "
 			      "kernel?)", (int)t->pid);
 		else if (t->figures == MR_FIG_ERRNO && t->state != MR_INTERRUPTED &&

@@ -528,6 +528,7 @@ int main(int argc, char **argv)
 	argp_parse(&argp, argc, argv, ARGP_NO_HELP, NULL, &o);
 	check_proc(o.cfg.proc);
 	mr_protect_self();
+	mr_fd_raise();
 	read_stdin_pids(&o);
 	check_pids(&o);
 	mr_run_init(&run, &o.cfg);

@@ -80,7 +80,7 @@ enum summary_field {
 	S_TARGETS, S_RELEASED, S_EXITED, S_FAILED, S_INTERRUPTED, S_PREDICTED, S_LEFT_OUT,
 	S_RSS_BEFORE, S_RSS_AFTER, S_FREED, S_FREED_BASIS, S_RELEASED_KB, S_EXITED_KB,
 	S_MEM_AVAILABLE_DELTA, S_ELAPSED_US, S_KILL_US, S_NICE_APPLIED, S_AFFINITY_APPLIED,
-	S_DRY_RUN, S_FIRST_SIGNAL, S_GRACE_MS, S_NFIELDS
+	S_DRY_RUN, S_FIRST_SIGNAL, S_GRACE_MS, S_WAVES, S_NFIELDS
 };
 static const struct field summary_fields[] = {
 	[S_TARGETS] = { "targets", NULL, false, V_INT },
@@ -104,6 +104,7 @@ static const struct field summary_fields[] = {
 	[S_DRY_RUN] = { "dry_run", NULL, false, V_BOOL },
 	[S_FIRST_SIGNAL] = { "first_signal", NULL, false, V_STR },
 	[S_GRACE_MS] = { "grace_ms", NULL, false, V_INT },
+	[S_WAVES] = { "waves", NULL, false, V_INT },
 };
 
 /* What the freed total is made of: the cgroups' own memory counters where
@@ -124,7 +125,8 @@ struct summary {
 };
 
 static const char *const state_names[] = {
-	[MR_SELECTED] = "pending", [MR_OPENED] = "pending", [MR_SIGNALLED] = "pending",
+	[MR_SELECTED] = "pending", [MR_OPENED] = "pending", [MR_ASKED] = "pending",
+	[MR_KILLED] = "pending",
 	[MR_RELEASED] = "released", [MR_EXITED] = "exited", [MR_FAILED] = "failed",
 	[MR_LEFT_OUT] = "left out", [MR_INTERRUPTED] = "interrupted", [MR_PREDICTED] = "would release",
 };
@@ -134,27 +136,38 @@ static const char *const kill_names[] = {
 	[MR_CGKILL_UNTIL_EMPTY] = "until empty",
 };
 
-/* The rows in pid order: the targets, less those left out, and the named
- * pids with no process, made into targets as they are reached. NULL at the
- * end. */
+/* The rows in pid order: the targets, less those left out; the named pids
+ * with no process, and the selected pids no wave reached (the run stopped
+ * first), made into targets as they are reached. NULL at the end. */
 struct rows {
 	const struct mr_run *run;
-	size_t i, m;
-	struct mr_target missing;
+	size_t i, m, u;
+	struct mr_target made;
 };
 
 static const struct mr_target *next_row(struct rows *r)
 {
 	const struct mr_run *run = r->run;
+	pid_t t, m, u;
 
 	while (r->i < run->ntargets && run->targets[r->i].state == MR_LEFT_OUT)
 		r->i++;
-	if (r->m < run->nmissing &&
-	    (r->i == run->ntargets || run->missing[r->m] < run->targets[r->i].pid)) {
-		mr_target_init(&r->missing, run->missing[r->m++], -1);
-		r->missing.named = true;
-		mr_target_end(&r->missing, MR_FAILED, MR_R_NO_PROCESS, 0);
-		return &r->missing;
+	t = r->i < run->ntargets ? run->targets[r->i].pid : MR_PID_MAX + 1;
+	m = r->m < run->nmissing ? run->missing[r->m] : MR_PID_MAX + 1;
+	u = r->u < run->nunreached ? run->unreached[r->u] : MR_PID_MAX + 1;
+	if (m < t && m <= u) {
+		mr_target_init(&r->made, run->missing[r->m++], -1);
+		r->made.named = true;
+		mr_target_end(&r->made, MR_FAILED, MR_R_NO_PROCESS, 0);
+		return &r->made;
+	}
+	if (u < t) {
+		mr_target_init(&r->made, run->unreached[r->u++], -1);
+		if (run->refused.what && !run->interrupted)
+			mr_target_end(&r->made, MR_FAILED, MR_R_STOPPED, 0);
+		else
+			mr_target_end(&r->made, MR_INTERRUPTED, MR_R_NONE, 0);
+		return &r->made;
 	}
 	return r->i < run->ntargets ? &run->targets[r->i++] : NULL;
 }
@@ -176,7 +189,7 @@ static struct val str(const char *s)
 
 static const char *status_name(const struct mr_run *run, const struct mr_target *t, bool text)
 {
-	if (text && t->state == MR_RELEASED && t->exited == 0)
+	if (text && t->state == MR_RELEASED && t->waited == MR_WAITED_RUNNING)
 		return "released, running";
 	if (t->state == MR_PREDICTED && run->cfg.kill)
 		return "would kill";
@@ -203,7 +216,8 @@ static struct val target_value(const struct mr_run *run, const void *row, int id
 	case T_RELEASE_US: return num(t->release_us);
 	case T_CGROUP: return str(t->cgroup >= 0 ? run->cgroups[t->cgroup].path : NULL);
 	case T_PIDFD_INODE: return num(t->ino && t->reason != MR_R_INODE ? (int64_t)t->ino : MR_UNKNOWN);
-	case T_EXITED: return num(t->exited < 0 ? MR_UNKNOWN : t->exited);
+	case T_EXITED: return num(t->waited == MR_WAITED_NO ? MR_UNKNOWN :
+				  t->waited == MR_WAITED_GONE);
 	case T_MEASURE_ERROR: return str(mr_figures_text(run, t, buf, len));
 	}
 	return num(MR_UNKNOWN);
@@ -317,7 +331,7 @@ static int64_t cgroup_freed(const struct mr_run *run)
 {
 	int64_t sum = MR_UNKNOWN;
 
-	if (!run->ncgroups || run->nmissing)
+	if (!run->ncgroups || run->nmissing || run->nunreached)
 		return MR_UNKNOWN;
 	for (size_t i = 0; i < run->ntargets; i++)
 		if (run->targets[i].state != MR_LEFT_OUT && run->targets[i].cgroup < 0)
@@ -376,6 +390,7 @@ static void summarize(const struct mr_run *run, struct summary *s)
 	s->count[S_AFFINITY_APPLIED] = run->cfg.sched.set_affinity ? run->affinity_applied : MR_UNKNOWN;
 	s->count[S_DRY_RUN] = run->cfg.dry_run;
 	s->count[S_GRACE_MS] = run->cfg.grace ? run->cfg.grace_ms : MR_UNKNOWN;
+	s->count[S_WAVES] = run->waves;
 }
 
 /* ---- text ---------------------------------------------------------------- */

@@ -13,7 +13,7 @@
 /* The fields a template may name:
  *   %p pid       %C " (comm)", or nothing when the name is unknown
  *   %c comm, or "it"          %g the cgroup's path
- *   %n n         %s "s" unless n is 1
+ *   %n n         %s "s" unless n is 1      %m m, a second count
  *   %e strerror(errnum)       %S the signal's name
  *   %t n ms as seconds        %b the release bound in seconds
  *   %B MR_READ_BOUND_MS       %r the cgroup's listings
@@ -52,6 +52,7 @@ static const struct mr_text reason_texts[] = {
 };
 
 static const char *const figure_texts[] = {
+	[MR_FIG_UNREAD] = NULL,
 	[MR_FIG_READ] = NULL,
 	[MR_FIG_ERRNO] = "/proc/%p/%f: %e",
 	[MR_FIG_GIVEN_UP] = "not read within %B ms; given up",
@@ -84,6 +85,7 @@ static const char *field(const struct mr_fields *f, char c, char *tmp, size_t le
 		return f->cgroup >= 0 && (size_t)f->cgroup < run->ncgroups ?
 			       mr_safe(run->cgroups[f->cgroup].path) : "?";
 	case 'n': snprintf(tmp, len, "%zu", f->n); return tmp;
+	case 'm': snprintf(tmp, len, "%zu", f->m); return tmp;
 	case 's': return f->n == 1 ? "" : "s";
 	case 'e': return strerror(f->errnum);
 	case 'S': return mr_signal_name(f->sig) ? mr_signal_name(f->sig) : "?";
@@ -126,8 +128,10 @@ const char *mr_expand(const char *fmt, const struct mr_fields *f, char *buf, siz
 
 static struct mr_fields target_fields(const struct mr_run *run, const struct mr_target *t)
 {
-	return (struct mr_fields){ run, t->pid, t->comm, t->cgroup, t->errnum,
-				t->reason == MR_R_FIRST ? run->cfg.first_signal : t->signal, 0, t };
+	return (struct mr_fields){ .run = run, .pid = t->pid, .comm = t->comm, .cgroup = t->cgroup,
+				   .errnum = t->errnum,
+				   .sig = t->reason == MR_R_FIRST ? run->cfg.first_signal : t->signal,
+				   .t = t };
 }
 
 /* Why a target failed or was left out, or NULL. */
@@ -162,15 +166,15 @@ const char *mr_figures_text(const struct mr_run *run, const struct mr_target *t,
  * gone), gone by itself, or in a dry run, would be. */
 bool mr_target_done(const struct mr_target *t)
 {
-	return (t->state == MR_RELEASED && t->exited != 0) || t->state == MR_EXITED ||
+	return (t->state == MR_RELEASED && t->waited != MR_WAITED_RUNNING) || t->state == MR_EXITED ||
 	       t->state == MR_PREDICTED;
 }
 
-/* The targets that are rows: all but those left out, and the named pids
- * that have no process. */
+/* The targets that are rows: all but those left out, the named pids that
+ * have no process, and the selected pids no wave reached. */
 size_t mr_selected(const struct mr_run *run)
 {
-	size_t n = run->nmissing;
+	size_t n = run->nmissing + run->nunreached;
 
 	for (size_t i = 0; i < run->ntargets; i++)
 		n += run->targets[i].state != MR_LEFT_OUT;

@@ -102,9 +102,9 @@ static struct job *job_new(struct mr_act *a, enum mr_job_kind kind, size_t i)
 /* A reading of the figures that failed with errnum. The first error told
  * stays (a /proc/PID/stat that could not be read says more than the status
  * after). */
-static void unread(struct mr_run *run, struct mr_target *t, int errnum)
+static void read_failed(struct mr_run *run, struct mr_target *t, int errnum)
 {
-	if (t->figures != MR_FIG_READ)
+	if (t->figures != MR_FIG_UNREAD && t->figures != MR_FIG_READ)
 		return;
 	t->figures = MR_FIG_ERRNO;
 	t->fig_file = run->cfg.measure == MR_MEASURE_SMAPS ? "smaps_rollup" : "status";
@@ -123,14 +123,17 @@ void mr_end_not_dying(struct mr_run *run, struct mr_target *t, bool dumping)
 		mr_target_end(t, MR_FAILED, dumping ? MR_R_COREDUMP : MR_R_NOT_EXITING, 0);
 }
 
-/* Why process_mrelease refused t as not dying: it is dumping core (a kill
- * ends the dump only once every thread has reached it); killed by
- * cgroup.kill, it had left the cgroup before the write; killed, it shares
- * its address space with a live process outside; or it was never dying. */
+/* Why process_mrelease refused t as not dying: killed by cgroup.kill, it
+ * had left the cgroup before the write, or (opened only after the write)
+ * its pid names another process, alive, by then; it is dumping core (a
+ * kill ends the dump only once every thread has reached it); killed, it
+ * shares its address space with a live process outside; or it was never
+ * dying. */
 static void not_dying(struct mr_run *run, struct mr_target *t)
 {
 	const struct mr_cgroup *cg = t->cgroup >= 0 ? &run->cgroups[t->cgroup] : NULL;
 	bool by_file = cg && cg->kill == MR_CGKILL_FILE && !t->named, dumping = false;
+	int dying = -1;
 
 	if (t->signal == SIGKILL && by_file &&
 	    mr_cgroup_holds(run->cfg.proc, cg, t->pid, t->pidfd, run->cfg.recursive) == 0) {
@@ -140,8 +143,10 @@ static void not_dying(struct mr_run *run, struct mr_target *t)
 	/* Read only where it changes what is said: not for each process
 	 * --dying finds alive. */
 	if (t->signal == SIGKILL || (!t->signal && !run->cfg.dying))
-		(void)mr_proc_dying(run->cfg.proc, t->mm_pid, &dumping);
-	if (t->signal == SIGKILL)
+		dying = mr_proc_dying(run->cfg.proc, t->mm_pid, &dumping);
+	if (t->signal == SIGKILL && t->late && dying == 0)
+		mr_target_end(t, MR_LEFT_OUT, MR_R_GONE, 0);
+	else if (t->signal == SIGKILL)
 		mr_target_end(t, MR_FAILED, dumping ? MR_R_COREDUMP : MR_R_SHARED_MM, 0);
 	else
 		mr_end_not_dying(run, t, dumping);
@@ -177,11 +182,13 @@ static void apply(struct mr_act *a, struct job *j)
 	if (j->kind == MR_JOB_READ && !mr_target_alive(t)) {
 		/* Gone: what was read may be another process's. */
 		t->before = (struct mr_mem){ 0, 0, 0, 0 };
+		t->figures = MR_FIG_READ;
 		mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
 	} else if (j->kind == MR_JOB_READ && j->read_r == 0) {
 		t->before = j->before;
+		t->figures = MR_FIG_READ;
 	} else if (j->kind == MR_JOB_READ) {
-		unread(run, t, -j->read_r);
+		read_failed(run, t, -j->read_r);
 	}
 	if (j->kind == MR_JOB_READ)
 		return;
@@ -208,7 +215,7 @@ static void give_up(struct mr_act *a, struct job *j, int step, enum give_up why)
 	if (j->kind == MR_JOB_READ || step == STEP_RELEASED) {
 		if (step == STEP_RELEASED)
 			released(a, t, j);
-		if (t->figures == MR_FIG_READ)
+		if (t->figures == MR_FIG_UNREAD || t->figures == MR_FIG_READ)
 			t->figures = MR_FIG_GIVEN_UP;
 	} else if (why == OVERDUE) {
 		mr_target_end(t, MR_FAILED, MR_R_STUCK, 0);
@@ -265,7 +272,7 @@ int mr_run_jobs(struct mr_act *a, enum mr_job_kind kind, const size_t *items, si
 			struct job *j = job_new(a, kind, items[next]);
 
 			if (!j && kind == MR_JOB_READ)
-				unread(run, &run->targets[items[next]], errno);
+				read_failed(run, &run->targets[items[next]], errno);
 			else if (!j)
 				mr_target_end(&run->targets[items[next]], MR_FAILED, MR_R_RELEASE, errno);
 			next++;
@@ -333,20 +340,33 @@ static int by_rss_desc(const void *x, const void *y, void *arg)
 	return (a < b) - (a > b);
 }
 
-/* The figures before the kill (or the release), on the worker threads,
- * within what is left of the run's reading bound. With no thread, nothing
- * is read: the main thread cannot give up a reading that does not return. */
+/* To be read before its kill or release: open, not killed yet or killed
+ * before it could be read (a member found by a cgroup's kill, or opened
+ * after its cgroup's write), its figures not read yet. */
+static bool to_read(const struct mr_target *t)
+{
+	return t->pidfd >= 0 && (t->state == MR_OPENED || t->state == MR_KILLED) &&
+	       t->figures == MR_FIG_UNREAD;
+}
+
+/* The figures before the kill (or the release) of this wave's targets, on
+ * the worker threads, within what is left of the wave's reading bound.
+ * With no thread, nothing is read: the main thread cannot give up a
+ * reading that does not return. */
 int mr_read_before(struct mr_act *a)
 {
 	struct mr_run *run = a->run;
 	int64_t start = mr_now_us();
-	size_t n, *items;
+	size_t n = 0, *items;
 	int r;
 
 	if (run->cfg.measure == MR_MEASURE_NONE)
 		return 0;
-	if (!(items = mr_in_state(run, MR_OPENED, &n)))
+	if (!(items = calloc(run->ntargets ? run->ntargets : 1, sizeof(*items))))
 		return mr_fatal(run, -ENOMEM, "target list");
+	for (size_t i = 0; i < run->ntargets; i++)
+		if (to_read(&run->targets[i]))
+			items[n++] = i;
 	for (size_t i = 0; !run->threads && i < n; i++)
 		run->targets[items[i]].figures = MR_FIG_NO_THREAD;
 	r = run->threads && a->read_left_us > 0 ? mr_run_jobs(a, MR_JOB_READ, items, n, start + a->read_left_us) : 0;
@@ -355,7 +375,7 @@ int mr_read_before(struct mr_act *a)
 	return r;
 }
 
-/* Release what is to be released, largest first. */
+/* Release this wave's targets in state, largest first. */
 int mr_release_in(struct mr_act *a, enum mr_state state)
 {
 	struct mr_run *run = a->run;

@@ -16,6 +16,9 @@
  *   at the listing just before the write and before each listing's kills
  *   (mr_check_listing). Refused once the run has begun, the run stops
  *   there, and what it killed before is released.
+ * - No limit on descriptors leaves a member unkilled: a cgroup is killed
+ *   whole, and where its members' pidfds do not all fit, the wave so far
+ *   is released and closed to make room (mr_make_room).
  * - A signal that interrupts the run stops it: no further signal is sent
  *   (mr_stopped, before each one).
  */
@@ -75,7 +78,7 @@ void mr_plan_kills(struct mr_run *run)
 }
 
 /* Send sig through t's pidfd, unless the run is interrupted. */
-static bool mr_send(struct mr_act *a, struct mr_target *t, int sig)
+static bool send(struct mr_act *a, struct mr_target *t, int sig)
 {
 	int r;
 
@@ -84,8 +87,7 @@ static bool mr_send(struct mr_act *a, struct mr_target *t, int sig)
 		return false;
 	a->run->sent = true;
 	if ((r = mr_pidfd_signal(t->pidfd, sig)) == 0) {
-		t->state = MR_SIGNALLED;
-		t->signal = sig;
+		mr_target_signalled(t, sig);
 		if (sig == SIGKILL)
 			a->run->kill_us = mr_now_us() - a->run->cfg.start_us;
 		return true;
@@ -111,14 +113,15 @@ static bool still_member(struct mr_run *run, struct mr_target *t)
 		mr_target_end(t, MR_LEFT_OUT, MR_R_LEFT, 0);
 	else if (in < 0)
 		mr_target_end(t, MR_FAILED, MR_R_MEMBERSHIP, -in);
-	return in == 1 && !mr_ended(t);
+	return in == 1 && !mr_target_ended(t);
 }
 
-/* --grace: the first signal through each target's pidfd (a cgroup member
- * only while it is one), an immediate release of those it made exit (a
- * signal whose action is the default begins the group exit as it is
- * queued), then up to the grace for the others to exit by themselves. A
- * signal that interrupts the run ends it here: nothing more is sent. */
+/* --grace: the first signal through the pidfd of each target of this wave
+ * (a cgroup member only while it is one), an immediate release of those
+ * it made exit (a signal whose action is the default begins the group exit
+ * as it is queued), then up to the grace for the others to exit by
+ * themselves. A signal that interrupts the run ends it here: nothing more
+ * is sent. */
 int mr_grace(struct mr_act *a)
 {
 	struct mr_run *run = a->run;
@@ -131,15 +134,15 @@ int mr_grace(struct mr_act *a)
 		struct mr_target *t = &run->targets[i];
 
 		if (t->state == MR_OPENED && (t->named || still_member(run, t)))
-			mr_send(a, t, run->cfg.first_signal);
+			send(a, t, run->cfg.first_signal);
 	}
 	if (run->interrupted)
 		return 0;
-	if (!(items = mr_in_state(run, MR_SIGNALLED, &n)))
+	if (!(items = mr_in_state(run, MR_ASKED, &n)))
 		return mr_fatal(run, -ENOMEM, "target list");
 	if (!(r = mr_run_jobs(a, MR_JOB_RELEASE, items, n, end)) && !run->interrupted) {
 		free(items);
-		items = mr_in_state(run, MR_SIGNALLED, &n);
+		items = mr_in_state(run, MR_ASKED, &n);
 		gone = calloc(n ? n : 1, sizeof(*gone));
 		r = items && gone ? mr_wait_targets(a, items, n, end, gone) : -ENOMEM;
 	}
@@ -160,40 +163,54 @@ int mr_grace(struct mr_act *a)
 	return r ? mr_fatal(run, r, "waiting for the grace") : 0;
 }
 
-/* Still to be killed: opened, or sent the --grace signal only. */
-static bool to_kill(const struct mr_target *t)
+/* SIGKILL through the pidfd of each target of this wave named by pid. */
+int mr_kill_named(struct mr_act *a)
 {
-	return t->state == MR_OPENED || (t->state == MR_SIGNALLED && t->signal != SIGKILL);
+	struct mr_run *run = a->run;
+
+	for (size_t i = 0; i < run->ntargets && !mr_stopped(a); i++)
+		if (run->targets[i].named && mr_target_to_kill(&run->targets[i]))
+			send(a, &run->targets[i], SIGKILL);
+	return 0;
 }
 
-/* A target that no listing will make killable: one that failed already,
- * or a kernel thread. */
+/* A target that no listing will make killable: one that failed, or was
+ * left out as a kernel thread. */
 static bool unkillable(const struct mr_target *t)
 {
-	return t->state == MR_FAILED || t->reason == MR_R_KTHREAD;
+	return t->state == MR_FAILED || (t->state == MR_LEFT_OUT && t->reason == MR_R_KTHREAD);
 }
 
 /* The target among the first n indexed that pid, listed in cgroup c, is
- * already: one not done with that is still that process (not reaped, so
- * the pid is still its own), or one no listing will make killable. NULL:
- * none, the pid is a newcomer. */
-static struct mr_target *listed_target(struct mr_act *a, const struct mr_pidx *idx, size_t n, pid_t pid)
+ * already, or NULL for a newcomer: one not done with (its pidfd open and
+ * the process not reaped, so the pid is still its own); one no listing
+ * will make killable; or one this run killed and has closed since (in an
+ * earlier wave) while the pid names a dying process: a pid is not reused
+ * before its process is reaped. */
+static struct mr_target *listed_target(struct mr_act *a, const struct mr_pidx *idx, size_t n,
+				       pid_t pid)
 {
 	ssize_t k = mr_find_target(idx, n, pid);
 	struct mr_target *t = k < 0 || !a->run->targets ? NULL : &a->run->targets[k];
+	bool dumping;
 
-	if (t && (unkillable(t) || (!mr_ended(t) && t->pidfd >= 0 && mr_target_alive(t))))
+	if (t && (unkillable(t) || (!mr_target_ended(t) && t->pidfd >= 0 && mr_target_alive(t))))
+		return t;
+	if (t && t->pidfd < 0 && t->signal == SIGKILL &&
+	    mr_proc_dying(a->run->cfg.proc, pid, &dumping) > 0)
 		return t;
 	return NULL;
 }
 
-/* A newcomer listed in cgroup c, opened (through pidfd, if one was opened
- * for it already, else -1): in *out, or NULL. */
-static int open_newcomer(struct mr_act *a, int c, pid_t pid, int pidfd, struct mr_target **out)
+/* Open pid, listed in cgroup c, through pidfd (one opened for it already,
+ * or -1): as the pick of the selection it is, or as a newcomer, whose
+ * figures are not read before its kill. In *out, or NULL. */
+static int open_listed(struct mr_act *a, int c, pid_t pid, int pidfd, struct mr_target **out)
 {
-	int r = mr_open_pick(a, &(struct mr_pick){ .pid = pid, .cgroup = c }, pidfd, out);
+	struct mr_pick *p = mr_pending(a, pid), newcomer = { .pid = pid, .cgroup = c };
+	int r = mr_open_pick(a, p ? p : &newcomer, pidfd, out);
 
-	if (*out)
+	if (*out && !p)
 		(*out)->figures = MR_FIG_LATE;
 	return r;
 }
@@ -240,25 +257,6 @@ struct listed {
 
 enum { NOT_NEW = -2 };
 
-/* Tell the newcomers in x's listing, and give each a pidfd as far as the
- * room allows: a syscall each, and nothing read, so that one killed and
- * reaped at once is still reported. *idx: the targets indexed, made at
- * the first listing that needs it and kept for the next writes (no target
- * is added until every write is made). */
-static void hold_newcomers(struct mr_act *a, struct listed *x, struct mr_pidx **idx)
-{
-	if (x->l.len && !*idx)
-		*idx = mr_index_targets(a->run);
-	x->fds = *idx || !x->l.len ? malloc((x->l.len ? x->l.len : 1) * sizeof(*x->fds)) : NULL;
-	for (size_t i = 0; x->fds && i < x->l.len; i++) {
-		pid_t pid = x->l.v[i].pid;
-
-		x->fds[i] = listed_target(a, *idx, a->run->ntargets, pid) ? NOT_NEW : -1;
-		if (x->fds[i] == -1 && a->room && (x->fds[i] = mr_sys_pidfd_open(pid)) >= 0)
-			a->room--;
-	}
-}
-
 static void listed_free(struct mr_act *a, struct listed *x)
 {
 	for (size_t i = 0; x->fds && i < x->l.len; i++)
@@ -268,23 +266,37 @@ static void listed_free(struct mr_act *a, struct listed *x)
 		}
 	free(x->fds);
 	mr_pidlist_free(&x->l);
+	*x = (struct listed){ 0 };
 }
 
 /* The v2 contract: one write to cgroup.kill kills everything in the
  * subtree at that moment. The listing just before it is checked, and kept
- * in *x, with a pidfd for each newcomer: the members it found are opened
- * after every write (open_listed), to be released. */
-static int kill_by_file(struct mr_act *a, int c, struct listed *x, struct mr_pidx **idx)
+ * in *x; each newcomer in it (a member not a target yet) is given a pidfd
+ * before the write as far as the room allows: a syscall each and nothing
+ * read, so that one killed and reaped at once is still reported. The
+ * members it found are opened once every write is made (open_killed). */
+static int kill_by_file(struct mr_act *a, int c, struct listed *x)
 {
 	struct mr_run *run = a->run;
 	struct mr_cgroup *cg = &run->cgroups[c];
+	struct mr_pidx *idx;
 	int64_t done;
 	int r;
 
-	mr_begin(a);
 	if ((r = relist(a, c, &x->l)))
 		return r == -ECANCELED ? r : 0;
-	hold_newcomers(a, x, idx);
+	if (!(idx = mr_index_targets(run)) || !(x->fds = calloc(x->l.len + 1, sizeof(*x->fds)))) {
+		free(idx);
+		return mr_fatal(run, -ENOMEM, "target list");
+	}
+	for (size_t i = 0; i < x->l.len; i++) {
+		pid_t pid = x->l.v[i].pid;
+
+		x->fds[i] = listed_target(a, idx, run->ntargets, pid) ? NOT_NEW : -1;
+		if (x->fds[i] == -1 && a->room && (x->fds[i] = mr_sys_pidfd_open(pid)) >= 0)
+			mr_take_room(a);
+	}
+	free(idx);
 	if (mr_stopped(a))
 		return 0;
 	run->sent = true;
@@ -295,6 +307,38 @@ static int kill_by_file(struct mr_act *a, int c, struct listed *x, struct mr_pid
 	cg->killed = true;
 	run->kill_us = done - run->cfg.start_us;
 	return 0;
+}
+
+/* A member of cgroup c its kill did not signal, settled by how that kill
+ * went: killed by the write; failed with it; or, killed until empty, found
+ * by no listing: it left, or went. */
+static void settle_member(struct mr_act *a, struct mr_target *t)
+{
+	const struct mr_cgroup *cg = &a->run->cgroups[t->cgroup];
+
+	if (cg->kill == MR_CGKILL_FILE && cg->killed)
+		mr_target_signalled(t, SIGKILL);
+	else if (cg->kill_errnum)
+		mr_target_end(t, MR_FAILED, MR_R_KILL, cg->kill_errnum);
+	else if (mr_target_alive(t))
+		mr_target_end(t, MR_LEFT_OUT, MR_R_LEFT, 0);
+	else
+		mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
+}
+
+/* Settle the open members of the cgroups whose kill is done: those of
+ * this wave that a wave opened after their cgroup's kill. */
+void mr_settle_members(struct mr_act *a)
+{
+	struct mr_run *run = a->run;
+
+	for (size_t i = 0; i < run->ntargets; i++) {
+		struct mr_target *t = &run->targets[i];
+
+		if (t->cgroup >= 0 && !t->named && t->pidfd >= 0 && mr_target_to_kill(t) &&
+		    run->cgroups[t->cgroup].settled)
+			settle_member(a, t);
+	}
 }
 
 /* Whether the newcomer pid, held through fd (or -1), is a target already:
@@ -310,17 +354,18 @@ static bool targeted(struct mr_act *a, const struct mr_pidx *idx, size_t n, pid_
 	return listed_target(a, idx, n, pid) != NULL;
 }
 
-/* The newcomers of cgroup c listed in x, killed by its write: opened, with
- * no figures before; each once, though the listings of several cgroups
- * found it. */
-static int open_listed(struct mr_act *a, int c, struct listed *x)
+/* The second step of the writes, once every one is made: the newcomers of
+ * cgroup c listed in x, killed by its write, opened to be released (the
+ * wave so far released to make room where they do not fit); each once,
+ * though the listings of several cgroups found it. */
+static int open_killed(struct mr_act *a, int c, struct listed *x)
 {
 	size_t n = a->run->ntargets;
 	struct mr_pidx *idx = NULL;
-	int r = x->fds ? 0 : mr_fatal(a->run, -ENOMEM, "target list");
 	struct mr_target *t;
+	int r = 0;
 
-	for (size_t i = 0; !r && i < x->l.len; i++) {
+	for (size_t i = 0; !r && x->fds && i < x->l.len; i++) {
 		if (x->fds[i] == NOT_NEW)
 			continue;
 		/* Indexed at the first newcomer: most writes find none. */
@@ -328,11 +373,15 @@ static int open_listed(struct mr_act *a, int c, struct listed *x)
 			r = mr_fatal(a->run, -ENOMEM, "target list");
 			break;
 		}
-		if (!targeted(a, idx, n, x->l.v[i].pid, x->fds[i])) {
-			r = open_newcomer(a, c, x->l.v[i].pid, x->fds[i], &t);
-		} else if (x->fds[i] >= 0) {
-			close(x->fds[i]);
-			a->room++;
+		if (targeted(a, idx, n, x->l.v[i].pid, x->fds[i])) {
+			if (x->fds[i] >= 0) {
+				close(x->fds[i]);
+				a->room++;
+			}
+		} else if (x->fds[i] >= 0 || a->room || !(r = mr_make_room(a))) {
+			if (!(r = open_listed(a, c, x->l.v[i].pid, x->fds[i], &t)) && t &&
+			    mr_target_to_kill(t))
+				settle_member(a, t);
 		}
 		x->fds[i] = NOT_NEW;
 	}
@@ -341,8 +390,9 @@ static int open_listed(struct mr_act *a, int c, struct listed *x)
 }
 
 /* One listing's kills: each member not killed yet, checked to be one still,
- * is sent SIGKILL. How many were killed now; in cg->remaining, how many
- * cannot be. */
+ * is sent SIGKILL; a member that is no target yet is opened first (the
+ * wave so far released to make room where it does not fit). How many were
+ * killed now; in cg->remaining, how many cannot be. */
 static size_t kill_listed(struct mr_act *a, int c, const struct mr_pidlist *l, int *err)
 {
 	struct mr_run *run = a->run;
@@ -355,11 +405,13 @@ static size_t kill_listed(struct mr_act *a, int c, const struct mr_pidlist *l, i
 	for (size_t i = 0; !*err && i < l->len && !mr_stopped(a); i++) {
 		struct mr_target *t = listed_target(a, idx, n, l->v[i].pid);
 
-		if (!t && (*err = open_newcomer(a, c, l->v[i].pid, -1, &t)))
+		if (!t && !a->room && (*err = mr_make_room(a)))
+			break;
+		if (!t && (*err = open_listed(a, c, l->v[i].pid, -1, &t)))
 			break;
 		if (!t || t->signal == SIGKILL)
 			continue;
-		if (!unkillable(t) && !mr_ended(t) && still_member(run, t) && mr_send(a, t, SIGKILL))
+		if (!unkillable(t) && !mr_target_ended(t) && still_member(run, t) && send(a, t, SIGKILL))
 			fresh++;
 		cg->remaining += unkillable(t);
 	}
@@ -378,11 +430,9 @@ static int kill_until_empty(struct mr_act *a, int c)
 	struct mr_run *run = a->run;
 	struct mr_cgroup *cg = &run->cgroups[c];
 	size_t fresh = 1;
-	int64_t end;
+	int64_t end = mr_now_us() + (int64_t)run->bound_ms * 1000;
 	int r = 0;
 
-	mr_begin(a);
-	end = mr_now_us() + (int64_t)run->bound_ms * 1000;
 	while (!r && fresh && cg->rounds < MR_ROUNDS_MAX && (!cg->rounds || mr_now_us() < end) &&
 	       !mr_stopped(a)) {
 		struct mr_pidlist l = { 0 };
@@ -400,77 +450,69 @@ static int kill_until_empty(struct mr_act *a, int c)
 	return r == -ECANCELED || r == -ENOMEM ? r : 0;
 }
 
-/* The fate of cgroup c's members its kill left as they were, and the note
- * that says how it went. */
-static void settle(struct mr_act *a, int c)
+/* How cgroup c's kill went, said once it is done, and its open members
+ * its kill did not signal settled by it (later waves settle theirs with
+ * mr_settle_members). */
+static void settle_cgroup(struct mr_act *a, int c)
 {
 	struct mr_run *run = a->run;
 	struct mr_cgroup *cg = &run->cgroups[c];
-	bool file = cg->kill == MR_CGKILL_FILE;
 
-	for (size_t i = 0; i < run->ntargets; i++) {
-		struct mr_target *t = &run->targets[i];
-
-		if (t->cgroup != c || t->named || !to_kill(t))
-			continue;
-		if (file && cg->killed) {
-			t->state = MR_SIGNALLED;
-			t->signal = SIGKILL;
-		} else if (cg->kill_errnum) {
-			mr_target_end(t, MR_FAILED, MR_R_KILL, cg->kill_errnum);
-		} else if (mr_target_alive(t)) {
-			/* Found by no later listing: left, or gone. */
-			mr_target_end(t, MR_LEFT_OUT, MR_R_LEFT, 0);
-		} else {
-			mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
-		}
-	}
+	cg->settled = true;
+	mr_settle_members(a);
 	if (cg->kill_errnum)
 		mr_note(run, MR_N_KILL_FAILED, c, 0, cg->kill_errnum);
-	else if (file)
+	else if (cg->kill == MR_CGKILL_FILE)
 		mr_note(run, MR_N_CGKILL, c, 0, 0);
 	else
 		mr_note(run, cg->killed ? MR_N_UNTIL_EMPTY : MR_N_NOT_EMPTY, c,
-		     cg->killed ? cg->rounds : cg->remaining, 0);
+			cg->killed ? cg->rounds : cg->remaining, 0);
 }
 
-/* SIGKILL for each named target through its pidfd, then the writes to
- * cgroup.kill (before each, nothing is read: newcomers get a pidfd, no
- * more), then the cgroups killed until empty; then the members the writes
- * killed are opened, and every cgroup acted on is settled. -ECANCELED: a cgroup was
- * refused, and the run stops there; -ENOMEM. */
-int mr_kill_all(struct mr_act *a)
+/* Kill cgroup c whole, as its method says: one write to cgroup.kill after
+ * the listing just before it, or until empty; then settle its members.
+ * What a write killed is killed, whatever stops the run since; a kill
+ * that failed has failed. 0; -ECANCELED refused; -ENOMEM. */
+static int kill_cgroup(struct mr_act *a, int c, struct listed *x)
+{
+	struct mr_cgroup *cg = &a->run->cgroups[c];
+	int r;
+
+	mr_begin(a);
+	r = cg->kill == MR_CGKILL_FILE ? kill_by_file(a, c, x) : kill_until_empty(a, c);
+	if (cg->killed || cg->kill_errnum ||
+	    (cg->rounds && !a->run->interrupted && r != -ECANCELED && r != -ENOMEM))
+		settle_cgroup(a, c);
+	return r;
+}
+
+/* Every cgroup's kill, each whole: the writes first, then the cgroups
+ * killed until empty, and once every write is made, the members the writes
+ * killed that were no targets yet opened (open_killed). -ECANCELED: a
+ * cgroup was refused, and the run stops there; -ENOMEM. */
+int mr_kill_cgroups(struct mr_act *a)
 {
 	struct mr_run *run = a->run;
-	struct listed *lists = calloc(run->ncgroups ? run->ncgroups : 1, sizeof(*lists));
-	struct mr_pidx *idx = NULL;
-	int r = lists ? 0 : mr_fatal(run, -ENOMEM, "target list");
+	struct listed *x = calloc(run->ncgroups ? run->ncgroups : 1, sizeof(*x));
+	int r = x ? 0 : mr_fatal(run, -ENOMEM, "target list");
 
-	for (size_t i = 0; !r && i < run->ntargets && !mr_stopped(a); i++)
-		if (run->targets[i].named && to_kill(&run->targets[i]))
-			mr_send(a, &run->targets[i], SIGKILL);
+	a->cgroups_killed = true;
 	for (size_t c = 0; !r && c < run->ncgroups && !mr_stopped(a); c++)
 		if (run->cgroups[c].kill == MR_CGKILL_FILE)
-			r = kill_by_file(a, (int)c, &lists[c], &idx);
-	free(idx);
+			r = kill_cgroup(a, (int)c, &x[c]);
 	for (size_t c = 0; !r && c < run->ncgroups && !mr_stopped(a); c++)
 		if (run->cgroups[c].kill == MR_CGKILL_UNTIL_EMPTY)
-			r = kill_until_empty(a, (int)c);
-	/* What a write killed is killed, whatever stopped the run since; a
-	 * kill that failed has failed. */
-	for (size_t c = 0; lists && c < run->ncgroups; c++) {
-		struct mr_cgroup *cg = &run->cgroups[c];
+			r = kill_cgroup(a, (int)c, &x[c]);
+	for (size_t c = 0; x && c < run->ncgroups; c++) {
 		int e = 0;
 
-		if (cg->killed && cg->kill == MR_CGKILL_FILE && r != -ENOMEM && !run->interrupted)
-			e = open_listed(a, (int)c, &lists[c]);
-		if (cg->killed || cg->kill_errnum ||
-		    (cg->rounds && !run->interrupted && r != -ECANCELED))
-			settle(a, (int)c);
+		if (run->cgroups[c].killed && run->cgroups[c].kill == MR_CGKILL_FILE &&
+		    r != -ENOMEM && !run->interrupted)
+			e = open_killed(a, (int)c, &x[c]);
 		r = r ? r : e;
-		listed_free(a, &lists[c]);
+		listed_free(a, &x[c]);
 	}
-	free(lists);
+	free(x);
 	return r;
 }
 
@@ -479,6 +521,6 @@ int mr_kill_all(struct mr_act *a)
 void mr_stop_rest(struct mr_run *run)
 {
 	for (size_t i = 0; i < run->ntargets; i++)
-		if (to_kill(&run->targets[i]))
+		if (mr_target_to_kill(&run->targets[i]))
 			mr_target_end(&run->targets[i], MR_FAILED, MR_R_STOPPED, 0);
 }

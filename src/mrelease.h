@@ -13,7 +13,13 @@
  *   pool.c     worker threads that run the jobs they are given
  *   release.c  signals through pidfds, process_mrelease with retries, waits
  *   cgroup.c   cgroup mounts, resolution, members, cgroup.kill, memory
- *   run.c      a whole run: selection and the kill, top to bottom
+ *   run.c      a whole run, top to bottom, in waves (run.h: what its phases
+ *              share)
+ *   select.c   the targets: pids named, cgroup members, the dying
+ *   jobs.c     readings and releases on the worker threads
+ *   kill.c     the grace, the kill of each pid and cgroup, the refusals
+ *   predict.c  the dry run
+ *   settle.c   the exits waited for, and what is left
  *   sched.c    nice and CPU affinity of the releasing threads
  *
  * Nothing here prints or exits: functions return 0 or -errno, and what
@@ -45,12 +51,13 @@ enum mr_measure_mode {
 	MR_MEASURE_RSS, /* statm: RSS alone, for the figures after a release */
 };
 
-/* A target goes from selected towards released; each of the last six is
- * where it ends. */
+/* A target goes from selected towards released; each from MR_RELEASED on
+ * is where it ends. It changes only through mr_target_*(). */
 enum mr_state {
 	MR_SELECTED,    /* named, or listed in a cgroup: nothing done yet */
 	MR_OPENED,      /* its pidfd is open, and it is what it should be */
-	MR_SIGNALLED,   /* a signal was accepted for it (t->signal) */
+	MR_ASKED,       /* the --grace signal was accepted for it (t->signal) */
+	MR_KILLED,      /* SIGKILL was accepted for it, or its cgroup's write */
 	MR_RELEASED,    /* process_mrelease stripped its address space */
 	MR_EXITED,      /* gone, or its own exit freed it, before a release did */
 	MR_FAILED,      /* see t->reason */
@@ -85,13 +92,15 @@ enum mr_reason {
 	MR_R_STOPPED,     /* not killed: the run stopped at a cgroup it refused */
 	/* Left out: */
 	MR_R_LEFT,        /* not in the cgroup (any more) when its kill came */
-	MR_R_GONE,        /* a cgroup member that was gone before it was opened */
+	MR_R_GONE,        /* a cgroup member that was gone before it was opened, or
+			   * whose pid named another process by then */
 	MR_R_NOT_DYING,   /* --dying: it is not dying */
 };
 
 /* Why a target's figures are null. */
 enum mr_figures {
-	MR_FIG_READ,      /* read, or not asked for (--measure=none) */
+	MR_FIG_UNREAD,    /* not read yet, or not asked for (--measure=none) */
+	MR_FIG_READ,      /* read */
 	MR_FIG_ERRNO,     /* fig_file could not be read: fig_errnum */
 	MR_FIG_GIVEN_UP,  /* not read within MR_READ_BOUND_MS */
 	MR_FIG_NO_THREAD, /* no worker thread to read them without delaying the kill */
@@ -101,6 +110,13 @@ enum mr_figures {
 
 struct mr_mem {
 	int64_t rss_kb, pss_kb, anon_kb, swap_kb;
+};
+
+/* What --wait saw of a released target. */
+enum mr_waited {
+	MR_WAITED_NO,      /* not waited for */
+	MR_WAITED_GONE,    /* it exited within the wait */
+	MR_WAITED_RUNNING, /* still there when the wait ended */
 };
 
 struct mr_target {
@@ -124,7 +140,9 @@ struct mr_target {
 	const char *fig_file;
 	int fig_errnum;
 	int64_t release_us;
-	signed char exited; /* after --wait: 1 gone, 0 still running; -1 not asked */
+	enum mr_waited waited;
+	bool late;    /* opened after the write to cgroup.kill that killed it: its
+		       * pid may name another process by then */
 };
 
 /* How a cgroup's members are killed. */
@@ -148,6 +166,7 @@ struct mr_cgroup {
 	size_t nids;
 	enum mr_cgkill kill;
 	bool killed;       /* cgroup.kill was written, or kill-until-empty ended empty */
+	bool settled;      /* its kill is done: its members are settled by it */
 	int kill_errnum;   /* the write to cgroup.kill, or the listing, failed */
 	unsigned int rounds;  /* listings made for its kill, by either method */
 	size_t remaining;  /* members not killed when kill-until-empty stopped */
@@ -210,6 +229,11 @@ enum mr_note_kind {
 	MR_N_LEFT_OTHER,    /* n: --dying: the others left out */
 	MR_N_INTERRUPTED,   /* n: targets left unfinished */
 	MR_N_NO_KCMP,       /* errnum: a dry run cannot tell shared address spaces */
+	MR_N_WAVES,         /* n waves, m pidfds at most at once */
+	MR_N_NO_ROOM,       /* n descriptors in use or kept aside, m the limit:
+			     * not one pidfd fits */
+	MR_N_NO_GRACE,      /* cgroup, n, sig: members killed without the first
+			     * signal: they did not fit in the first wave */
 };
 
 struct mr_note {
@@ -218,7 +242,7 @@ struct mr_note {
 	int cgroup; /* index into the run's cgroups, or -1 */
 	int errnum;
 	int sig;
-	size_t n;
+	size_t n, m;
 	char comm[MR_COMM_LEN];
 };
 
@@ -271,6 +295,9 @@ struct mr_run {
 	size_t ntargets;
 	pid_t *missing; /* named pids with no such process, kept small */
 	size_t nmissing;
+	pid_t *unreached; /* selected pids no wave reached: the run stopped
+			   * first (interrupted, or at a cgroup it refused) */
+	size_t nunreached;
 	struct mr_cgmounts mounts;
 	struct mr_cgroup *cgroups;
 	size_t ncgroups;
@@ -286,6 +313,8 @@ struct mr_run {
 	unsigned int bound_ms; /* how long a release may make no progress */
 	int64_t elapsed_us; /* from the first signal or release to the end */
 	bool sent;          /* a signal or release went out */
+	unsigned int waves; /* of opening, killing, releasing and closing: more
+			     * than one when the descriptor limit is short */
 	bool interrupted;   /* a signal stopped the run */
 	char fatal[4200];   /* with a -errno from mr_run(): the step that failed */
 };
@@ -331,13 +360,19 @@ void mr_protect_self(void);
 int mr_proc_own(const char *proc, pid_t *seen);
 int mr_pidns_nested(const char *proc);
 int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n);
-size_t mr_fd_room(const char *proc, size_t want, size_t reserve);
+void mr_fd_raise(void);
+size_t mr_fd_room(const char *proc, size_t reserve, size_t *used, size_t *limit);
 
 /* target.c */
 void mr_target_init(struct mr_target *t, pid_t pid, int cgroup);
 int mr_target_open(const struct mr_run *run, struct mr_target *t, uint64_t want_ino);
 bool mr_target_alive(const struct mr_target *t);
 void mr_target_end(struct mr_target *t, enum mr_state state, enum mr_reason reason, int errnum);
+bool mr_target_ended(const struct mr_target *t);
+void mr_target_signalled(struct mr_target *t, int sig);
+bool mr_target_to_kill(const struct mr_target *t);
+void mr_target_predicted(struct mr_target *t);
+void mr_target_waited(struct mr_target *t, bool gone);
 void mr_target_close(struct mr_target *t);
 int mr_pidfd_inode(int pidfd, uint64_t *ino);
 bool mr_pidfd_in_pidfs(int pidfd);

@@ -18,7 +18,8 @@
  * --mount-proc, a container given the host's /proc) numbers other
  * processes with the same pids, so the run refuses to start there.
  *
- * Its descriptors: each target holds a pidfd through the run.
+ * Its descriptors: each target holds a pidfd while it is worked on, and
+ * the run goes in waves when they do not all fit under the limit.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -169,47 +170,74 @@ int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n)
 	return 0;
 }
 
-static size_t open_fds(const char *proc)
+/* Descriptors open below limit: one numbered at or above it takes no room
+ * below it. */
+static size_t open_below(const char *proc, rlim_t limit)
 {
 	char path[PATH_MAX];
+	struct dirent *e;
 	size_t n = 0;
+	int self;
 	DIR *d;
 
 	snprintf(path, sizeof(path), "%s/self/fd", proc);
 	if (!(d = opendir(path)))
 		return 3;
-	while (readdir(d))
-		n++;
+	self = dirfd(d);
+	while ((e = readdir(d))) {
+		char *end;
+		long fd = strtol(e->d_name, &end, 10);
+
+		if (end != e->d_name && !*end && fd != self && fd >= 0 && (rlim_t)fd < limit)
+			n++;
+	}
 	closedir(d);
-	/* ".", ".." and the directory's own descriptor. */
-	return n > 3 ? n - 3 : 0;
+	return n;
 }
 
-/* How many pidfds the run may hold at once (room for want is made if it
- * can be), with reserve descriptors kept for its own work (listings, the write to cgroup.kill,
- * /proc files, the jobs' duplicates), which must never be short: the kill
- * comes before the report. The soft limit is raised to the hard one (no
- * code here uses select), and the hard one too where that is permitted
- * (CAP_SYS_RESOURCE). */
-size_t mr_fd_room(const char *proc, size_t want, size_t reserve)
+/* Once, at the start of a process that will run: the soft limit on open
+ * files up to the hard one (no code here uses select), and both up to
+ * the system's most (fs.nr_open) where that is permitted
+ * (CAP_SYS_RESOURCE). Each target holds a pidfd while it is worked on;
+ * when they do not all fit, a run goes in waves, so this only makes the
+ * waves fewer. */
+void mr_fd_raise(void)
 {
-	size_t used = open_fds(proc), need = want + reserve + used;
+	char buf[32];
 	struct rlimit rl;
+	long nr_open;
 
 	if (getrlimit(RLIMIT_NOFILE, &rl))
-		return want;
-	if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < need) {
-		struct rlimit more = { need, need };
+		return;
+	if (mr_read_file("/proc/sys/fs/nr_open", buf, sizeof(buf)) > 0 &&
+	    mr_parse_long(strtok(buf, "\n"), 1, LONG_MAX, &nr_open) == 0 &&
+	    rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (rlim_t)nr_open) {
+		struct rlimit most = { (rlim_t)nr_open, (rlim_t)nr_open };
 
-		if (setrlimit(RLIMIT_NOFILE, &more) == 0)
-			rl = more;
+		if (setrlimit(RLIMIT_NOFILE, &most) == 0)
+			return;
 	}
 	if (rl.rlim_cur != rl.rlim_max) {
 		rl.rlim_cur = rl.rlim_max;
-		if (setrlimit(RLIMIT_NOFILE, &rl))
-			getrlimit(RLIMIT_NOFILE, &rl);
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
 	}
-	if (rl.rlim_cur == RLIM_INFINITY)
+	errno = 0;
+}
+
+/* How many pidfds the run may hold at once below the soft limit, with
+ * reserve descriptors kept for its own work (listings, the write to
+ * cgroup.kill, /proc files, the jobs' duplicates), which must never be
+ * short: the kill comes before the report. *used: the descriptors open
+ * below the limit; *limit: the limit (SIZE_MAX for none). */
+size_t mr_fd_room(const char *proc, size_t reserve, size_t *used, size_t *limit)
+{
+	struct rlimit rl;
+
+	*used = 0;
+	*limit = SIZE_MAX;
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur == RLIM_INFINITY)
 		return SIZE_MAX;
-	return rl.rlim_cur > used + reserve ? rl.rlim_cur - used - reserve : 0;
+	*used = open_below(proc, rl.rlim_cur);
+	*limit = (size_t)rl.rlim_cur;
+	return *limit > *used + reserve ? *limit - *used - reserve : 0;
 }

@@ -47,11 +47,6 @@ void mr_note(struct mr_run *run, enum mr_note_kind kind, int cgroup, size_t n, i
 	mr_note_add(run, (struct mr_note){ .kind = kind, .cgroup = cgroup, .n = n, .errnum = errnum });
 }
 
-bool mr_ended(const struct mr_target *t)
-{
-	return t->state >= MR_RELEASED;
-}
-
 /* A signal that interrupts the run has come: from now on nothing more is
  * sent. Asked before every signal and every write to cgroup.kill. */
 bool mr_stopped(struct mr_act *a)
@@ -194,31 +189,152 @@ static void ready(struct mr_act *a)
 	mr_note(run, MR_N_THREADS, -1, run->threads, 0);
 }
 
-/* Kill and release. */
-static int kill_run(struct mr_act *a)
+/* A pidfd is opened: one less fits. The first since the last close begins
+ * a wave. */
+void mr_take_room(struct mr_act *a)
+{
+	a->room--;
+	if (!a->in_wave)
+		a->run->waves++;
+	a->in_wave = true;
+}
+
+/* The end of a wave: what it killed (or, without --kill, what it opened)
+ * released, largest first, its figures read first where its kill came
+ * before they could be; then --wait for those exits. */
+int mr_end_wave(struct mr_act *a)
+{
+	struct mr_run *run = a->run;
+	int r;
+
+	if (run->interrupted || run->cfg.dry_run)
+		return 0;
+	if ((r = mr_read_before(a)) ||
+	    (r = mr_release_in(a, run->cfg.kill ? MR_KILLED : MR_OPENED)) || run->interrupted)
+		return r;
+	return mr_wait_exits(a);
+}
+
+/* No room for another pidfd in the middle of a cgroup's kill: this wave
+ * ends early (what it killed is released, and what it is done with
+ * closed), and the next begins. */
+int mr_make_room(struct mr_act *a)
+{
+	int r = mr_end_wave(a);
+
+	mr_close_done(a);
+	return r;
+}
+
+/* The next wave opened, after the last one's pidfds were closed: its
+ * size, 0 when there is nothing left to open, or -errno. */
+static ssize_t next_wave(struct mr_act *a, bool named_only)
+{
+	mr_close_done(a);
+	a->read_left_us = (int64_t)MR_READ_BOUND_MS * 1000;
+	return mr_open_wave(a, named_only);
+}
+
+/* One wave of a kill: its figures; its members of cgroups killed already
+ * settled by that kill; the grace; the kills of its pids named; where the
+ * wave holds every target, each cgroup's kill; then the releases. Refused
+ * at a cgroup, or short of memory: what was killed is released all the
+ * same. */
+static int kill_wave(struct mr_act *a, bool whole)
 {
 	struct mr_run *run = a->run;
 	int r, w;
 
 	if ((r = mr_read_before(a)) || mr_stopped(a))
 		return r;
+	mr_settle_members(a);
 	if (run->cfg.grace && ((r = mr_grace(a)) || run->interrupted))
 		return r;
-	/* Refused at a cgroup, or short of memory: what was killed is
-	 * released all the same. */
-	if ((r = mr_kill_all(a)) == -ECANCELED)
+	r = mr_kill_named(a);
+	if (!r && whole && !a->cgroups_killed)
+		r = mr_kill_cgroups(a);
+	if (r == -ECANCELED)
 		mr_stop_rest(run);
 	if (run->interrupted)
 		return r;
-	w = mr_release_in(a, MR_SIGNALLED);
-	return w ? w : r;
+	w = mr_end_wave(a);
+	return r ? r : w;
+}
+
+/* Members of each cgroup that get no --grace signal: they did not fit in
+ * a wave before their cgroup's kill. */
+static void say_no_grace(struct mr_act *a)
+{
+	struct mr_run *run = a->run;
+
+	for (size_t c = 0; run->cfg.grace && c < run->ncgroups; c++) {
+		size_t n = 0;
+
+		for (size_t i = 0; i < a->npicks; i++)
+			n += a->picks[i].cgroup == (int)c && !a->picks[i].named && !a->picks[i].opened;
+		if (n)
+			mr_note_add(run, (struct mr_note){ .kind = MR_N_NO_GRACE, .cgroup = (int)c,
+							   .n = n, .sig = run->cfg.first_signal });
+	}
+}
+
+/* Kill and release, in waves of as many targets as fit at once. When every
+ * target fits, that is one wave, and the cgroups are killed in it, after
+ * the pids named. Otherwise the pids named go first, in waves; then each
+ * cgroup is killed whole, its members opened as room allows; then the
+ * members no listing of that kill found (they left, or went) are settled,
+ * in waves too. */
+static int kill_run(struct mr_act *a)
+{
+	struct mr_run *run = a->run;
+	bool whole = a->room >= a->npicks;
+	ssize_t n;
+	int r = 0, w;
+
+	while (!r && !run->interrupted && !run->refused.what && (n = next_wave(a, !whole)))
+		r = n < 0 ? (int)n : kill_wave(a, whole);
+	if (whole || r || run->interrupted || run->refused.what || !run->ncgroups)
+		return r;
+	say_no_grace(a);
+	mr_begin(a);
+	if ((r = mr_kill_cgroups(a)) == -ECANCELED)
+		mr_stop_rest(run);
+	if (run->interrupted)
+		return r;
+	w = mr_end_wave(a);
+	r = r ? r : w;
+	while (!r && !run->interrupted && (n = next_wave(a, false)))
+		r = n < 0 ? (int)n : kill_wave(a, false);
+	return r;
+}
+
+/* Release what is dying (or, in a dry run, say what a run would do), in
+ * waves of as many targets as fit at once. */
+static int release_run(struct mr_act *a)
+{
+	struct mr_run *run = a->run;
+	ssize_t n;
+	int r = 0;
+
+	while (!r && !run->interrupted && (n = next_wave(a, false))) {
+		if (n < 0 || (r = mr_read_before(a)))
+			r = n < 0 ? (int)n : r;
+		else if (run->cfg.dry_run)
+			mr_predict(a);
+		else
+			r = mr_end_wave(a);
+	}
+	if (run->cfg.dry_run)
+		mr_predict_cgroups(run);
+	return r;
 }
 
 /* Select, kill, release and wait, as run->cfg asks. Returns 0, with each
  * target's fate in it; -ECANCELED when a cgroup was refused (run->refused
  * says which and why; run->sent whether anything had gone out before, and
  * then what was killed is released all the same); or another -errno with
- * run->fatal naming the step that failed. */
+ * run->fatal naming the step that failed. A run changes nothing of the
+ * process that another run would find changed: it can be made again. */
 int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 {
 	struct mr_act a = { .run = run };
@@ -231,23 +347,11 @@ int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 		mr_fatal(run, r, "cannot read the chain of mrelease's ancestors; nothing was sent");
 		goto out;
 	}
-	if ((r = mr_select(&a, named)) || !run->ntargets)
+	if ((r = mr_select(&a, named)) || !a.npicks)
 		goto out;
 	mr_plan_kills(run);
 	ready(&a);
-	if (run->cfg.dry_run) {
-		r = mr_read_before(&a);
-		mr_predict(run);
-	} else if (run->cfg.kill) {
-		r = kill_run(&a);
-	} else if (!(r = mr_read_before(&a))) {
-		r = mr_release_in(&a, MR_OPENED);
-	}
-	if ((!r || (r == -ECANCELED && run->sent)) && !run->interrupted && !run->cfg.dry_run) {
-		int w = mr_wait_exits(&a);
-
-		r = w ? w : r;
-	}
+	r = run->cfg.kill && !run->cfg.dry_run ? kill_run(&a) : release_run(&a);
 	if (run->sent) {
 		run->elapsed_us = mr_now_us() - a.act_start;
 		if (!r && !run->interrupted)
@@ -257,6 +361,7 @@ int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 out:
 	mr_pool_stop(a.pool);
 	mr_finish(&a);
+	free(a.picks);
 	return r;
 }
 
@@ -266,6 +371,7 @@ void mr_run_free(struct mr_run *run)
 		mr_target_close(&run->targets[i]);
 	free(run->targets);
 	free(run->missing);
+	free(run->unreached);
 	for (size_t i = 0; i < run->ncgroups; i++)
 		mr_cgroup_free(&run->cgroups[i]);
 	free(run->cgroups);

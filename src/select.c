@@ -1,7 +1,9 @@
 /* select.c: which processes a run is about: the pids named, the members
  * of each cgroup (checked at this first listing: a cgroup that may not be
  * killed is refused before anything is sent), or with --dying every
- * process; each once, in pid order, then opened as a pidfd.
+ * process; each once, in pid order. They are picks until a wave (or a
+ * cgroup's listing) opens them as pidfds, as many at once as the limit on
+ * open files lets the run hold.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -74,8 +76,9 @@ static int gather(struct mr_act *a, const struct mr_pidlist *named, struct mr_pi
 	int r = 0;
 
 	for (size_t i = 0; !r && i < named->len; i++)
-		r = add_pick(&v, &n, &cap, (struct mr_pick){ named->v[i].pid, -1, named->v[i].ino, true,
-							  named->v[i].stdin });
+		r = add_pick(&v, &n, &cap, (struct mr_pick){ .pid = named->v[i].pid, .cgroup = -1,
+							     .ino = named->v[i].ino, .named = true,
+							     .stdin = named->v[i].stdin });
 	if (!r && run->cfg.dying && !run->ncgroups && (r = list_proc(run, &v, &n, &cap)))
 		mr_fatal(run, r, run->cfg.proc);
 	for (size_t c = 0; !r && c < run->ncgroups; c++) {
@@ -115,7 +118,7 @@ static int gather(struct mr_act *a, const struct mr_pidlist *named, struct mr_pi
 }
 
 /* Append t to the run's targets: the new one, or NULL without memory. */
-struct mr_target *mr_add_target(struct mr_act *a, const struct mr_target *t)
+static struct mr_target *add_target(struct mr_act *a, const struct mr_target *t)
 {
 	struct mr_run *run = a->run;
 
@@ -132,31 +135,48 @@ struct mr_target *mr_add_target(struct mr_act *a, const struct mr_target *t)
 	return &run->targets[run->ntargets++];
 }
 
+/* Not one pidfd fits beside the descriptors kept aside: said once. */
+static void no_room(struct mr_act *a)
+{
+	if (a->no_room)
+		return;
+	a->no_room = true;
+	mr_note_add(a->run, (struct mr_note){ .kind = MR_N_NO_ROOM, .cgroup = -1,
+					      .n = a->fd_used + a->fd_kept, .m = a->fd_limit });
+}
+
 /* Open a pick into a target, in *out; pidfd: one opened for it already
- * (counted in the room then, and taken over), or -1. A named pid with no
- * process is kept only as a number (a list of a million of them stays
- * small): then *out is NULL. */
-int mr_open_pick(struct mr_act *a, const struct mr_pick *p, int pidfd, struct mr_target **out)
+ * (counted in the room then, and taken over), or -1. A pick of the
+ * selection is marked opened. A named pid with no process is kept only as
+ * a number (a list of a million of them stays small): then *out is NULL.
+ * A member of a cgroup whose write to cgroup.kill has been made, opened
+ * only now, is late: its pid may name another process by then. */
+int mr_open_pick(struct mr_act *a, struct mr_pick *p, int pidfd, struct mr_target **out)
 {
 	struct mr_run *run = a->run;
+	const struct mr_cgroup *cg = p->cgroup >= 0 ? &run->cgroups[p->cgroup] : NULL;
 	struct mr_target t;
 
 	*out = NULL;
+	p->opened = true;
 	mr_target_init(&t, p->pid, p->cgroup);
 	t.named = p->named;
 	t.stdin = p->stdin;
 	t.pidfd = pidfd;
-	if (a->room || pidfd >= 0)
+	t.late = pidfd < 0 && cg && !p->named && cg->kill == MR_CGKILL_FILE && cg->killed;
+	if (a->room || pidfd >= 0) {
 		mr_target_open(run, &t, p->ino);
-	else
+	} else {
+		no_room(a);
 		mr_target_end(&t, MR_FAILED, MR_R_OPEN, EMFILE);
-	if (pidfd < 0)
-		a->room -= t.pidfd >= 0;
-	else
-		a->room += t.pidfd < 0;
-	/* Opened while it was a member, gone since: it exited (of the kill
-	 * that followed, or by itself). */
-	if (pidfd >= 0 && t.state == MR_LEFT_OUT && t.reason == MR_R_GONE)
+	}
+	if (pidfd < 0 && t.pidfd >= 0)
+		mr_take_room(a);
+	else if (pidfd >= 0 && t.pidfd < 0)
+		a->room++;
+	/* Opened while it was a member, or after its cgroup's write, gone
+	 * since: it exited (of the kill, or by itself). */
+	if ((pidfd >= 0 || t.late) && t.state == MR_LEFT_OUT && t.reason == MR_R_GONE)
 		mr_target_end(&t, MR_EXITED, MR_R_NONE, 0);
 	if (t.state == MR_FAILED && t.reason == MR_R_NO_PROCESS) {
 		pid_t *m = reallocarray(run->missing, run->nmissing + 1, sizeof(*m));
@@ -167,28 +187,79 @@ int mr_open_pick(struct mr_act *a, const struct mr_pick *p, int pidfd, struct mr
 		m[run->nmissing++] = p->pid;
 		return 0;
 	}
-	if (!(*out = mr_add_target(a, &t))) {
+	if (!(*out = add_target(a, &t))) {
 		mr_target_close(&t);
 		return mr_fatal(run, -ENOMEM, "target list");
 	}
 	return 0;
 }
 
+static int by_key(const void *key, const void *x)
+{
+	pid_t pid = *(const pid_t *)key, b = ((const struct mr_pick *)x)->pid;
+
+	return (pid > b) - (pid < b);
+}
+
+/* The pick of the selection for pid, or NULL. */
+struct mr_pick *mr_find_pick(struct mr_act *a, pid_t pid)
+{
+	return a->npicks ? bsearch(&pid, a->picks, a->npicks, sizeof(*a->picks), by_key) : NULL;
+}
+
+/* The pick of the selection for pid that is not a target yet, or NULL. */
+struct mr_pick *mr_pending(struct mr_act *a, pid_t pid)
+{
+	struct mr_pick *p = mr_find_pick(a, pid);
+
+	return p && !p->opened ? p : NULL;
+}
+
+/* The next wave: the picks not opened yet, in pid order (with named_only,
+ * those named by pid alone), opened while the room lasts. How many were
+ * opened, or -errno. When not one fits, every pick left fails, with the
+ * limit to raise. A pidfd_open that finds the table full in the middle of
+ * a wave ends the wave there: that pick goes in the next. */
+ssize_t mr_open_wave(struct mr_act *a, bool named_only)
+{
+	size_t *next = named_only ? &a->next_named : &a->next;
+	struct mr_run *run = a->run;
+	struct mr_target *t;
+	ssize_t n = 0;
+	int r = 0;
+
+	for (; *next < a->npicks && !r && (a->room || !n); ++*next) {
+		struct mr_pick *p = &a->picks[*next];
+
+		if (p->opened || (named_only && !p->named))
+			continue;
+		if ((r = mr_open_pick(a, p, -1, &t)) || !t || t->pidfd < 0) {
+			if (!r && t && n && t->state == MR_FAILED && t->reason == MR_R_OPEN &&
+			    (t->errnum == EMFILE || t->errnum == ENFILE)) {
+				run->ntargets--;
+				p->opened = false;
+				a->room = 0;
+				break;
+			}
+			continue;
+		}
+		n++;
+	}
+	return r ? r : n;
+}
+
+/* Select the picks; nothing is opened yet. The room is how many pidfds
+ * fit at once beside what the run keeps aside. */
 int mr_select(struct mr_act *a, const struct mr_pidlist *named)
 {
 	struct mr_run *run = a->run;
-	struct mr_target *t;
-	struct mr_pick *v = NULL;
-	size_t n = 0;
 	int r;
 
 	if (kills_cgroups(run))
 		a->nested = mr_pidns_nested(run->cfg.proc);
-	if ((r = gather(a, named, &v, &n)))
+	if ((r = gather(a, named, &a->picks, &a->npicks)))
 		return r;
-	a->room = mr_fd_room(run->cfg.proc, n, MR_FD_RESERVE + run->threads * MR_FD_PER_THREAD);
-	for (size_t i = 0; !r && i < n; i++)
-		r = mr_open_pick(a, &v[i], -1, &t);
-	free(v);
-	return r;
+	a->fd_kept = MR_FD_RESERVE + (size_t)run->threads * MR_FD_PER_THREAD;
+	a->room = a->most = mr_fd_room(run->cfg.proc, a->fd_kept, &a->fd_used, &a->fd_limit);
+	return 0;
 }

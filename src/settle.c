@@ -39,10 +39,12 @@ void mr_exited(struct mr_run *run, struct mr_target *t)
 
 /* A target that exited by itself may still be freeing its memory:
  * process_mrelease says ESRCH once its address space is detached, and the
- * pages come back as the exit goes on. Its exit (its pidfd polls readable
- * only after that) is waited for, MR_READ_BOUND_MS at most, so that the
- * counters read afterwards (the cgroups', MemAvailable) hold what it freed.
- * Only the figures depend on it: a wait that cannot be made is skipped. */
+ * pages come back as the exit goes on. The exits of the last wave (those
+ * of earlier waves had the later ones' time) are waited for (their pidfds
+ * poll readable only after that), MR_READ_BOUND_MS at most, so that the
+ * counters read afterwards (the cgroups', MemAvailable) hold what they
+ * freed. Only the figures depend on it: a wait that cannot be made is
+ * skipped. */
 void mr_wait_exited(struct mr_act *a)
 {
 	struct mr_run *run = a->run;
@@ -58,8 +60,8 @@ void mr_wait_exited(struct mr_act *a)
 	free(gone);
 }
 
-/* --wait for the released targets to exit; and, without process_mrelease,
- * for the killed ones, in its place. */
+/* --wait for this wave's released targets to exit; and, without
+ * process_mrelease, for its killed ones, in its place. */
 int mr_wait_exits(struct mr_act *a)
 {
 	struct mr_run *run = a->run;
@@ -68,12 +70,13 @@ int mr_wait_exits(struct mr_act *a)
 	int r = items && gone ? 0 : -ENOMEM;
 
 	for (size_t i = 0; !r && i < run->ntargets; i++) {
-		const struct mr_target *t = &run->targets[i];
+		struct mr_target *t = &run->targets[i];
 
-		if ((run->cfg.wait && t->state == MR_RELEASED) || (a->nosys && !mr_ended(t)))
+		if (t->pidfd >= 0 && t->waited == MR_WAITED_NO &&
+		    ((run->cfg.wait && t->state == MR_RELEASED) || (a->nosys && !mr_target_ended(t))))
 			items[n++] = i;
-		else if (run->cfg.wait && t->state == MR_EXITED)
-			run->targets[i].exited = 1;
+		else if (run->cfg.wait && t->state == MR_EXITED && t->waited == MR_WAITED_NO)
+			mr_target_waited(t, true);
 	}
 	if (!r && n)
 		r = mr_wait_targets(a, items, n, mr_now_us() + (int64_t)run->cfg.wait_ms * 1000, gone);
@@ -81,8 +84,8 @@ int mr_wait_exits(struct mr_act *a)
 		struct mr_target *t = &run->targets[items[i]];
 
 		if (t->state == MR_RELEASED)
-			t->exited = gone[i] ? 1 : 0;
-		else if (gone[i] && !mr_ended(t))
+			mr_target_waited(t, gone[i]);
+		else if (gone[i] && !mr_target_ended(t))
 			mr_exited(run, t);
 		else if (!run->interrupted)
 			mr_target_end(t, MR_FAILED, MR_R_NOSYS, 0);
@@ -90,6 +93,39 @@ int mr_wait_exits(struct mr_act *a)
 	free(items);
 	free(gone);
 	return r ? mr_fatal(run, r, "waiting for the targets to exit") : 0;
+}
+
+/* The pidfds of the targets the run is done with, closed: room for the
+ * next wave. */
+void mr_close_done(struct mr_act *a)
+{
+	struct mr_run *run = a->run;
+
+	for (size_t i = 0; i < run->ntargets; i++) {
+		struct mr_target *t = &run->targets[i];
+
+		if (t->pidfd >= 0 && mr_target_ended(t)) {
+			mr_target_close(t);
+			a->room++;
+		}
+	}
+	a->in_wave = false;
+}
+
+/* The picks no wave reached: the run stopped first. Kept as numbers, as
+ * the named pids with no process are; the report makes them rows. */
+static void unreached(struct mr_act *a)
+{
+	struct mr_run *run = a->run;
+	size_t n = 0;
+
+	for (size_t i = 0; i < a->npicks; i++)
+		n += !a->picks[i].opened;
+	if (!n || !(run->unreached = calloc(n, sizeof(*run->unreached))))
+		return;
+	for (size_t i = 0; i < a->npicks; i++)
+		if (!a->picks[i].opened)
+			run->unreached[run->nunreached++] = a->picks[i].pid;
 }
 
 /* Members found by a later listing were appended: the report goes by pid.
@@ -137,8 +173,8 @@ void mr_finish(struct mr_act *a)
 	for (size_t i = 0; i < run->ntargets; i++) {
 		struct mr_target *t = &run->targets[i];
 
-		if (!mr_ended(t) && t->state != MR_PREDICTED) {
-			t->state = MR_INTERRUPTED;
+		if (!mr_target_ended(t)) {
+			mr_target_end(t, MR_INTERRUPTED, MR_R_NONE, 0);
 			unfinished++;
 		}
 		undying += t->state == MR_LEFT_OUT && t->reason == MR_R_NOT_DYING;
@@ -146,8 +182,13 @@ void mr_finish(struct mr_act *a)
 		given_up += t->figures == MR_FIG_GIVEN_UP && t->state != MR_LEFT_OUT;
 		mr_target_close(t);
 	}
+	unreached(a);
+	unfinished += run->nunreached;
 	if (run->interrupted)
 		mr_note(run, MR_N_INTERRUPTED, -1, unfinished, 0);
+	if (run->waves > 1)
+		mr_note_add(run, (struct mr_note){ .kind = MR_N_WAVES, .cgroup = -1, .n = run->waves,
+						   .m = a->most });
 	if (run->cfg.dying) {
 		mr_note(run, MR_N_NOT_DYING, -1, undying, 0);
 		mr_note(run, MR_N_LEFT_OTHER, -1, left_out - undying, 0);

@@ -25,7 +25,6 @@ void mr_target_init(struct mr_target *t, pid_t pid, int cgroup)
 		.tgid = pid,
 		.mm_pid = pid,
 		.release_us = MR_UNKNOWN,
-		.exited = -1,
 	};
 	mr_mem_unknown(&t->before);
 	mr_mem_unknown(&t->after);
@@ -37,6 +36,37 @@ void mr_target_end(struct mr_target *t, enum mr_state state, enum mr_reason reas
 	t->state = state;
 	t->reason = reason;
 	t->errnum = errnum;
+}
+
+bool mr_target_ended(const struct mr_target *t)
+{
+	return t->state >= MR_RELEASED;
+}
+
+/* The kernel took sig for it: asked to exit (the --grace signal), or
+ * killed. A cgroup's write to cgroup.kill kills it as SIGKILL would. */
+void mr_target_signalled(struct mr_target *t, int sig)
+{
+	t->state = sig == SIGKILL ? MR_KILLED : MR_ASKED;
+	t->signal = sig;
+}
+
+/* Still to be killed: opened, or asked to exit only. */
+bool mr_target_to_kill(const struct mr_target *t)
+{
+	return t->state == MR_OPENED || t->state == MR_ASKED;
+}
+
+/* A dry run's answer: the real run would kill (with --kill) and release it. */
+void mr_target_predicted(struct mr_target *t)
+{
+	t->state = MR_PREDICTED;
+}
+
+/* What --wait saw: gone by its end, or still there. */
+void mr_target_waited(struct mr_target *t, bool gone)
+{
+	t->waited = gone ? MR_WAITED_GONE : MR_WAITED_RUNNING;
 }
 
 /* The process behind the pidfd has not been reaped, so its pid is still

@@ -63,6 +63,20 @@ max_rss_kb() {
 	[ $((big - small)) -lt 4096 ] || fail "peak RSS grew from $small to $big KiB"
 }
 
+@test "2000 sleepers under a limit of 64 open files: every one killed, in waves" {
+	start_sleepers 2000
+	printf '%s\n' "${SLEEPERS[@]}" >"$BATS_TEST_TMPDIR/pids"
+	run -0 --separate-stderr std_fds_only without_cap sys_resource prlimit --nofile=64:64 \
+		"$MRELEASE" --kill --quiet - <"$BATS_TEST_TMPDIR/pids"
+	assert_equal "$stderr" ""
+	local p alive=0
+	for p in "${SLEEPERS[@]}"; do
+		wait_until 100 bash -c "! kill -0 $p 2>/dev/null || grep -q '^State:.*Z' /proc/$p/status" ||
+			alive=$((alive + 1))
+	done
+	assert_equal "$alive" 0
+}
+
 @test "every pidfd is closed by the end, and 2000 targets fit a low soft limit" {
 	start_sleepers 2000
 	local log=$BATS_TEST_TMPDIR/strace
