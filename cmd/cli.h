@@ -21,6 +21,9 @@ struct mr_options {
 	struct mr_config cfg;
 	bool json, quiet, verbose, read_stdin, signal_set;
 	bool pid_args; /* a PID argument was given, though it may hold none */
+	bool follow, pressure_set;
+	struct mr_pressure pressure;
+	unsigned int interval_ms; /* --follow: a sweep every so often, or 0 */
 	struct mr_pidlist pids;
 	const char **cgroups, **units;
 	size_t ncgroups, nunits;
@@ -54,13 +57,40 @@ const char *mr_figures_text(const struct mr_run *run, const struct mr_target *t,
 bool mr_target_done(const struct mr_target *t);
 size_t mr_selected(const struct mr_run *run);
 
+/* What one sweep of --follow did. */
+struct mr_sweep {
+	unsigned long number;   /* from 1 */
+	const char *trigger;    /* "pressure" or "interval" */
+	size_t not_dying, targets;
+	size_t released, failed; /* what it found new */
+	size_t known;            /* dying processes the last sweep found alike */
+	int64_t freed_kb, elapsed_us;
+};
+
+/* What --follow did since its start. */
+struct mr_follow_totals {
+	unsigned long sweeps, on_pressure, on_interval;
+	size_t released, failed;
+	int64_t freed_kb;
+};
+
 /* report.c */
 void mr_report_text(FILE *out, const struct mr_run *run);
 void mr_report_json(FILE *out, const struct mr_run *run);
+void mr_report_follow_header(FILE *out);
+void mr_report_follow_target(FILE *out, const struct mr_run *run, const struct mr_target *t,
+			     const char *when, bool json);
+void mr_report_sweep(FILE *out, const struct mr_sweep *w, const char *when);
+void mr_report_follow_end(FILE *out, const struct mr_follow_totals *f, const char *when,
+			  bool json);
 
 /* diag.c */
 void mr_report_diagnostics(const struct mr_run *run, bool verbose);
+void mr_report_note(const struct mr_run *run, const struct mr_note *n, bool verbose);
 void mr_report_refusal(const struct mr_run *run);
+
+/* follow.c */
+int mr_follow(const struct mr_options *o, struct mr_run *run);
 
 /* signals.c */
 void mr_hold_signals(sigset_t *waitmask);

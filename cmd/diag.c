@@ -72,7 +72,8 @@ static const struct {
 			       "run mrelease in the initial pid namespace, e.g. on the host" },
 };
 
-static void say_note(const struct mr_run *run, const struct mr_note *n, bool verbose)
+/* A note of run's, on stderr: always, or only with verbose. */
+void mr_report_note(const struct mr_run *run, const struct mr_note *n, bool verbose)
 {
 	const struct mr_text *x = &note_texts[n->kind];
 	struct mr_fields f = { .run = run, .pid = n->pid, .comm = n->comm, .cgroup = n->cgroup,
@@ -110,7 +111,7 @@ void mr_report_diagnostics(const struct mr_run *run, bool verbose)
 	char buf[MR_SAFE_LEN], where[MR_SAFE_LEN];
 
 	for (size_t i = 0; i < run->nnotes; i++)
-		say_note(run, &run->notes[i], verbose);
+		mr_report_note(run, &run->notes[i], verbose);
 	for (size_t i = 0; i < run->ntargets; i++) {
 		const struct mr_target *t = &run->targets[i];
 

@@ -14,7 +14,8 @@
 #include "cli.h"
 #include "config.h"
 
-enum { OPT_NO_RECURSIVE = 0x100, OPT_FORCE, OPT_USAGE, OPT_DYING };
+enum { OPT_NO_RECURSIVE = 0x100, OPT_FORCE, OPT_USAGE, OPT_DYING, OPT_FOLLOW, OPT_PRESSURE,
+       OPT_INTERVAL };
 
 static const struct argp_option argp_options[] = {
 	{ "kill", 'k', NULL, 0, "Send SIGKILL through each pidfd (a v2 cgroup: cgroup.kill), "
@@ -50,6 +51,14 @@ static const struct argp_option argp_options[] = {
 	{ "json", 'J', NULL, 0, "Print one JSON document instead of the table", 4 },
 	{ "quiet", 'q', NULL, 0, "Print no report, only errors", 4 },
 	{ "verbose", 'v', NULL, 0, "Explain what was decided, fallbacks and retries on stderr", 4 },
+	{ "follow", OPT_FOLLOW, NULL, 0, "Run as a service: at each rise of memory pressure (or "
+	  "--interval), release every process that is dying, as --dying does; never send a "
+	  "signal; end on SIGINT, SIGTERM or SIGHUP with the totals", 5 },
+	{ "pressure", OPT_PRESSURE, "SPEC", 0, "With --follow, the trigger: 'some|full STALL_US "
+	  "WINDOW_US' (default 'some 200000 2000000': tasks stalled on memory 200 ms within 2 s)",
+	  5 },
+	{ "interval", OPT_INTERVAL, "SECONDS", 0, "With --follow, also sweep every SECONDS (0.001 "
+	  "to 86400), whatever the pressure", 5 },
 	{ "help", 'h', NULL, 0, "Give this help list", -1 },
 	{ NULL, '?', NULL, OPTION_ALIAS, NULL, 0 },
 	{ "usage", OPT_USAGE, NULL, 0, "Give a short usage message", -1 },
@@ -74,12 +83,14 @@ static const char doc[] =
 	"  3   fatal error (after any signal was sent, the report comes first)\n"
 	"  64  some targets released or gone, some not (or a cgroup not emptied)\n"
 	"With --wait, a target released but still running counts as not done.\n"
+	"With --follow: 0 when SIGINT, SIGTERM or SIGHUP ended it, 2 usage, 3 fatal.\n"
 	"Interrupted by SIGINT, SIGTERM or SIGHUP, mrelease sends nothing more,\n"
 	"reports, then dies of that signal.\n\n"
 	"Examples:\n"
 	"  kill -9 1234; mrelease 1234          free a killed process that is stuck\n"
 	"  mrelease --dying                     free every process already dying\n"
 	"  mrelease --kill --unit batch.service\n"
+	"  mrelease --follow --json                 a service: release what others kill\n"
 	"  pgrep -f worker | mrelease --kill --json -\n\n"
 	"See mrelease(1).";
 
@@ -141,6 +152,19 @@ static unsigned int parse_seconds(struct argp_state *state, const char *opt, con
 	return ms;
 }
 
+static void parse_pressure(struct argp_state *state, struct mr_options *o, const char *arg)
+{
+	int r = mr_parse_pressure(arg, &o->pressure);
+
+	if (r == -ERANGE)
+		argp_error(state, "--pressure '%s': the kernel takes a window of 500000 to 10000000 us "
+			   "and a stall above 0 and no longer than the window", mr_safe(arg));
+	if (r)
+		argp_error(state, "--pressure '%s': expected some or full, a stall and a window in "
+			   "microseconds, such as 'some 100000 1000000'", mr_safe(arg));
+	o->pressure_set = true;
+}
+
 static void parse_affinity(struct argp_state *state, struct mr_sched *s, const char *arg)
 {
 	cpu_set_t online, both;
@@ -184,8 +208,16 @@ static void check_options(struct argp_state *state, const struct mr_options *o)
 {
 	bool pids = o->pid_args, groups = o->ncgroups || o->nunits;
 
-	if (!pids && !groups && !o->cfg.dying)
+	if (!pids && !groups && !o->cfg.dying && !o->follow)
 		argp_error(state, "no PID, --cgroup, --unit or --dying given");
+	if (o->follow && (o->cfg.kill || o->cfg.grace || o->signal_set))
+		argp_error(state, "--follow never sends a signal: it releases what others killed; "
+			   "--kill, --grace and --signal cannot go with it");
+	if (o->follow && pids)
+		argp_error(state, "--follow finds the dying itself; give no PID (narrow it with "
+			   "--cgroup or --unit)");
+	if (!o->follow && (o->pressure_set || o->interval_ms))
+		argp_error(state, "--pressure and --interval go with --follow");
 	if (o->json && o->quiet)
 		argp_error(state, "--json and --quiet contradict each other");
 	if (o->cfg.grace && !o->cfg.kill)
@@ -228,6 +260,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'c': add_name(&o->cgroups, &o->ncgroups, arg); break;
 	case 'u': add_name(&o->units, &o->nunits, arg); break;
 	case OPT_DYING: cfg->dying = true; break;
+	case OPT_FOLLOW: o->follow = cfg->dying = true; break;
+	case OPT_PRESSURE: parse_pressure(state, o, arg); break;
+	case OPT_INTERVAL:
+		if (!(o->interval_ms = parse_seconds(state, "--interval", arg)))
+			argp_error(state, "--interval '%s': expected seconds above 0, such as 0.5 or 10",
+				   mr_safe(arg));
+		break;
 	case OPT_NO_RECURSIVE: cfg->recursive = false; break;
 	case OPT_FORCE:
 		argp_error(state, "--force is gone (0.3.0): the root of a cgroup hierarchy, and "
@@ -508,6 +547,7 @@ static int exit_status(const struct mr_run *run, int r)
 int main(int argc, char **argv)
 {
 	struct mr_options o = {
+		.pressure = { .full = false, .stall_us = 200000, .window_us = 2000000 },
 		.cfg = {
 			.recursive = true,
 			.first_signal = SIGTERM,
@@ -534,6 +574,10 @@ int main(int argc, char **argv)
 	mr_run_init(&run, &o.cfg);
 	resolve_cgroups(&o, &run);
 	mr_hold_signals(&run.cfg.waitmask);
+	if (o.follow) {
+		status = mr_follow(&o, &run);
+		goto out;
+	}
 
 	r = mr_run(&run, &o.pids);
 	if (run.refused.what && !run.sent) {
@@ -552,6 +596,7 @@ int main(int argc, char **argv)
 		warnx("%s: %s; reported what was done", mr_safe(run.fatal), strerror(-r));
 	status = exit_status(&run, r);
 	mr_release_signals(run.interrupted);
+out:
 	mr_run_free(&run);
 	mr_pidlist_free(&o.pids);
 	free(o.cgroups);

@@ -373,6 +373,7 @@ static void summarize(const struct mr_run *run, struct summary *s)
 		if (f != MR_UNKNOWN && t->state == MR_EXITED)
 			s->count[S_EXITED_KB] += f;
 	}
+	s->count[S_LEFT_OUT] = (int64_t)run->not_dying;
 	for (size_t i = 0; i < run->ntargets; i++)
 		s->count[S_LEFT_OUT] += run->targets[i].state == MR_LEFT_OUT;
 	if (freed == MR_UNKNOWN)
@@ -561,12 +562,18 @@ void mr_report_text(FILE *out, const struct mr_run *run)
 
 /* ---- JSON ---------------------------------------------------------------- */
 
+/* One object; with type, an NDJSON line's: "type" and "time" (when) lead. */
 static void json_object(FILE *out, const struct mr_run *run, const struct field *fields,
-			size_t n, getter_fn get, const void *row)
+			size_t n, getter_fn get, const void *row, const char *type, const char *when)
 {
 	char buf[4096];
 
 	fputc('{', out);
+	if (type) {
+		fprintf(out, "\"type\":\"%s\",\"time\":", type);
+		mr_json_string(out, when);
+		fputc(',', out);
+	}
 	for (size_t i = 0; i < n; i++) {
 		struct val v = get(run, row, (int)i, false, buf, sizeof(buf));
 
@@ -594,16 +601,165 @@ void mr_report_json(FILE *out, const struct mr_run *run)
 	fputs("{\"targets\":[", out);
 	while ((t = next_row(&rows))) {
 		fputs(first ? "\n" : ",\n", out);
-		json_object(out, run, target_fields, MR_NELEMS(target_fields), target_value, t);
+		json_object(out, run, target_fields, MR_NELEMS(target_fields), target_value, t, NULL,
+			    NULL);
 		first = false;
 	}
 	fputs("],\n\"cgroups\":[", out);
 	for (size_t i = 0; i < run->ncgroups; i++) {
 		fputs(i ? ",\n" : "\n", out);
 		json_object(out, run, cgroup_fields, MR_NELEMS(cgroup_fields), cgroup_value,
-			    &run->cgroups[i]);
+			    &run->cgroups[i], NULL, NULL);
 	}
 	fputs("],\n\"summary\":", out);
-	json_object(out, run, summary_fields, MR_NELEMS(summary_fields), summary_value, &s);
+	json_object(out, run, summary_fields, MR_NELEMS(summary_fields), summary_value, &s, NULL,
+		    NULL);
 	fputs("}\n", out);
+}
+
+/* ---- --follow: a line for each target, one for each sweep, the totals ---- */
+
+/* The columns of a release's line, as wide as their largest usual value:
+ * lines go out one by one, and cannot be measured together. */
+static const struct {
+	enum target_field id;
+	int width;
+} follow_columns[] = {
+	{ T_PID, 7 }, { T_COMM, 15 }, { T_RSS_BEFORE, 10 }, { T_FREED, 8 }, { T_RELEASE_US, 7 },
+	{ T_STATUS, 0 },
+};
+
+static void follow_line(FILE *out, const char *when, const char *const *cells)
+{
+	fprintf(out, "%-20s", when);
+	for (size_t i = 0; i < MR_NELEMS(follow_columns); i++) {
+		const struct field *f = &target_fields[follow_columns[i].id];
+		int w = follow_columns[i].width;
+
+		if (!w)
+			fprintf(out, " %s", cells[i]);
+		else
+			fprintf(out, " %*s", f->left ? -w : w, cells[i]);
+	}
+	fputc('\n', out);
+}
+
+void mr_report_follow_header(FILE *out)
+{
+	const char *cells[MR_NELEMS(follow_columns)];
+
+	for (size_t i = 0; i < MR_NELEMS(follow_columns); i++)
+		cells[i] = target_fields[follow_columns[i].id].header;
+	follow_line(out, "WHEN", cells);
+}
+
+/* A target a sweep released (or failed, or in a dry run would release): a
+ * line of the table, or with json an NDJSON object of type "release", the
+ * same as a target of the one-shot document. */
+void mr_report_follow_target(FILE *out, const struct mr_run *run, const struct mr_target *t,
+			     const char *when, bool json)
+{
+	char *cells[MR_NELEMS(follow_columns)], buf[4096];
+
+	if (json) {
+		json_object(out, run, target_fields, MR_NELEMS(target_fields), target_value, t,
+			    "release", when);
+		fputc('\n', out);
+		return;
+	}
+	for (size_t i = 0; i < MR_NELEMS(follow_columns); i++)
+		cells[i] = cell(&target_fields[follow_columns[i].id],
+				target_value(run, t, (int)follow_columns[i].id, true, buf, sizeof(buf)));
+	follow_line(out, when, (const char *const *)cells);
+	for (size_t i = 0; i < MR_NELEMS(follow_columns); i++)
+		free(cells[i]);
+}
+
+enum sweep_field {
+	W_SWEEP, W_TRIGGER, W_NOT_DYING, W_TARGETS, W_RELEASED, W_FAILED, W_KNOWN, W_FREED,
+	W_ELAPSED,
+};
+static const struct field sweep_fields[] = {
+	[W_SWEEP] = { "sweep", NULL, false, V_INT },
+	[W_TRIGGER] = { "trigger", NULL, false, V_STR },
+	[W_NOT_DYING] = { "not_dying", NULL, false, V_INT },
+	[W_TARGETS] = { "targets", NULL, false, V_INT },
+	[W_RELEASED] = { "released", NULL, false, V_INT },
+	[W_FAILED] = { "failed", NULL, false, V_INT },
+	[W_KNOWN] = { "known", NULL, false, V_INT },
+	[W_FREED] = { "freed_kb", NULL, false, V_KIB },
+	[W_ELAPSED] = { "elapsed_us", NULL, false, V_USEC },
+};
+
+static struct val sweep_value(const struct mr_run *run, const void *row, int id, bool text,
+			      char *buf, size_t len)
+{
+	const struct mr_sweep *w = row;
+
+	(void)run, (void)text, (void)buf, (void)len;
+	switch ((enum sweep_field)id) {
+	case W_SWEEP: return num((int64_t)w->number);
+	case W_TRIGGER: return str(w->trigger);
+	case W_NOT_DYING: return num((int64_t)w->not_dying);
+	case W_TARGETS: return num((int64_t)w->targets);
+	case W_RELEASED: return num((int64_t)w->released);
+	case W_FAILED: return num((int64_t)w->failed);
+	case W_KNOWN: return num((int64_t)w->known);
+	case W_FREED: return num(w->freed_kb);
+	case W_ELAPSED: return num(w->elapsed_us);
+	}
+	return num(MR_UNKNOWN);
+}
+
+/* A sweep's counts: an NDJSON object of type "sweep". */
+void mr_report_sweep(FILE *out, const struct mr_sweep *w, const char *when)
+{
+	json_object(out, NULL, sweep_fields, MR_NELEMS(sweep_fields), sweep_value, w, "sweep", when);
+	fputc('\n', out);
+}
+
+enum totals_field { F_SWEEPS, F_ON_PRESSURE, F_ON_INTERVAL, F_RELEASED, F_FAILED, F_FREED };
+static const struct field totals_fields[] = {
+	[F_SWEEPS] = { "sweeps", NULL, false, V_INT },
+	[F_ON_PRESSURE] = { "on_pressure", NULL, false, V_INT },
+	[F_ON_INTERVAL] = { "on_interval", NULL, false, V_INT },
+	[F_RELEASED] = { "released", NULL, false, V_INT },
+	[F_FAILED] = { "failed", NULL, false, V_INT },
+	[F_FREED] = { "freed_kb", NULL, false, V_KIB },
+};
+
+static struct val totals_value(const struct mr_run *run, const void *row, int id, bool text,
+			       char *buf, size_t len)
+{
+	const struct mr_follow_totals *f = row;
+
+	(void)run, (void)text, (void)buf, (void)len;
+	switch ((enum totals_field)id) {
+	case F_SWEEPS: return num((int64_t)f->sweeps);
+	case F_ON_PRESSURE: return num((int64_t)f->on_pressure);
+	case F_ON_INTERVAL: return num((int64_t)f->on_interval);
+	case F_RELEASED: return num((int64_t)f->released);
+	case F_FAILED: return num((int64_t)f->failed);
+	case F_FREED: return num(f->freed_kb);
+	}
+	return num(MR_UNKNOWN);
+}
+
+/* The totals since the start: an NDJSON object of type "summary", or a
+ * line. */
+void mr_report_follow_end(FILE *out, const struct mr_follow_totals *f, const char *when,
+			  bool json)
+{
+	char freed[32];
+
+	if (json) {
+		json_object(out, NULL, totals_fields, MR_NELEMS(totals_fields), totals_value, f,
+			    "summary", when);
+		fputc('\n', out);
+		return;
+	}
+	human_kib(freed, sizeof(freed), f->freed_kb);
+	fprintf(out, "%-20s %lu sweep%s (%lu on pressure, %lu on the timer): %zu released, "
+		"%zu failed, %s freed\n", when, f->sweeps, f->sweeps == 1 ? "" : "s",
+		f->on_pressure, f->on_interval, f->released, f->failed, freed);
 }

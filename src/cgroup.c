@@ -435,6 +435,20 @@ void mr_cgroup_free(struct mr_cgroup *cg)
 	cg->nids = 0;
 }
 
+/* Ready cg for another run: what the last one found and did in it is
+ * forgotten; what it is stays. */
+void mr_cgroup_reset(struct mr_cgroup *cg)
+{
+	struct mr_cgroup keep = {
+		.path = cg->path, .rel = cg->rel, .controllers = cg->controllers, .v2 = cg->v2,
+		.root = cg->root, .memory_file = cg->memory_file,
+		.memory_before_kb = MR_UNKNOWN, .memory_after_kb = MR_UNKNOWN,
+	};
+
+	free(cg->ids);
+	*cg = keep;
+}
+
 static bool same_hierarchy(const struct mr_cgroup *cg, const char *id, const char *list)
 {
 	char *copy, *tok, *save = NULL;

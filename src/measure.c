@@ -152,6 +152,59 @@ static bool kill_pending(const char *buf, const char *key)
 	return p && (strtoull(p + strlen(key), NULL, 16) & (1ULL << (SIGKILL - 1)));
 }
 
+/* Field n (4 and up, as proc(5) numbers them) of a /proc/PID/stat text, as
+ * an unsigned number: the fields go on after the last ")". */
+static int stat_field(const char *buf, int n, unsigned long *v)
+{
+	const char *p = strrchr(buf, ')');
+	char *end;
+
+	if (!p || p[1] != ' ')
+		return -EIO;
+	p += 2;
+	for (int i = 3; i < n; i++) {
+		if (!(p = strchr(p, ' ')))
+			return -EIO;
+		p++;
+	}
+	errno = 0;
+	*v = strtoul(p, &end, 10);
+	return end == p || errno || (*end != ' ' && *end != '\n' && *end) ? -EIO : 0;
+}
+
+/* Whether a stat text says its process may be dying: its exit has begun
+ * (PF_EXITING, a zombie), or a SIGKILL waits for its leader (a fatal
+ * signal, or another thread's exit, queues one to every thread; the 31st
+ * field, obsolete but kept, shows the leader's own pending signals). Not
+ * a kernel thread. 1 yes, 0 no, -EIO not such a text. */
+int mr_parse_stat_dying(const char *buf)
+{
+	unsigned long flags, pending;
+	const char *p = strrchr(buf, ')');
+
+	if (!p || p[1] != ' ' || !p[2] || stat_field(buf, 9, &flags) ||
+	    stat_field(buf, 31, &pending))
+		return -EIO;
+	if (flags & MR_PF_KTHREAD)
+		return 0;
+	return p[2] == 'Z' || p[2] == 'X' || (flags & MR_PF_EXITING) ||
+	       (pending & (1UL << (SIGKILL - 1)));
+}
+
+/* For a sweep of every process (--dying): whether /proc/PID/stat says it
+ * may be dying. One read, and no pidfd, for each one that is not; the
+ * kernel's answer to process_mrelease has the last word on the others.
+ * 1 yes, 0 no (kernel threads too), -errno unreadable. */
+int mr_proc_may_be_dying(const char *proc, pid_t pid)
+{
+	char buf[STAT_MAX];
+	ssize_t n;
+
+	if ((n = read_proc(proc, pid, "stat", buf, sizeof(buf))) < 0)
+		return (int)n;
+	return mr_parse_stat_dying(buf);
+}
+
 /* Whether a process is dying as the kernel decides it for process_mrelease
  * (__task_will_free_mem), as far as /proc tells, for a dry run to predict
  * its answer and a failed release to say why: not while its core dump runs

@@ -21,6 +21,7 @@
  *   predict.c  the dry run
  *   settle.c   the exits waited for, and what is left
  *   sched.c    nice and CPU affinity of the releasing threads
+ *   psi.c      memory pressure triggers, for --follow
  *
  * Nothing here prints or exits: functions return 0 or -errno, and what
  * became of each target is recorded in it (and what the run noticed, in its
@@ -234,6 +235,7 @@ enum mr_note_kind {
 			     * not one pidfd fits */
 	MR_N_NO_GRACE,      /* cgroup, n, sig: members killed without the first
 			     * signal: they did not fit in the first wave */
+	MR_N_COUNT
 };
 
 struct mr_note {
@@ -271,6 +273,13 @@ struct mr_ancestor {
 	char comm[MR_COMM_LEN];
 };
 
+/* A memory pressure trigger: "some" or "full" stalls of stall_us within
+ * any window_us. */
+struct mr_pressure {
+	bool full;
+	unsigned int stall_us, window_us;
+};
+
 /* What the caller asks of a run. */
 struct mr_config {
 	bool kill, dry_run, recursive, wait, grace, dying;
@@ -298,6 +307,8 @@ struct mr_run {
 	pid_t *unreached; /* selected pids no wave reached: the run stopped
 			   * first (interrupted, or at a cgroup it refused) */
 	size_t nunreached;
+	size_t not_dying; /* --dying: processes left alone as not dying, found so
+			   * by /proc/PID/stat alone (not targets) */
 	struct mr_cgmounts mounts;
 	struct mr_cgroup *cgroups;
 	size_t ncgroups;
@@ -350,6 +361,8 @@ int mr_proc_stat(const char *proc, pid_t pid, char comm[MR_COMM_LEN], char *stat
 		 pid_t *ppid, unsigned long *flags);
 int mr_proc_tgid(const char *proc, pid_t pid, pid_t *tgid);
 int mr_proc_dying(const char *proc, pid_t pid, bool *dumping);
+int mr_parse_stat_dying(const char *buf);
+int mr_proc_may_be_dying(const char *proc, pid_t pid);
 int mr_measure(const char *proc, enum mr_measure_mode mode, pid_t pid, int pidfd,
 	       struct mr_mem *mem);
 int mr_mem_available_kb(int64_t *kb);
@@ -403,6 +416,7 @@ int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_c
 		      char *tried, size_t triedlen, char *other, size_t otherlen);
 int mr_cgroup_units(const struct mr_cgmounts *ms, const char *name, char ***paths, size_t *n);
 void mr_cgroup_free(struct mr_cgroup *cg);
+void mr_cgroup_reset(struct mr_cgroup *cg);
 int mr_cgroup_members(struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out,
 		      size_t *outside);
 int mr_cgroup_holds(const char *proc, const struct mr_cgroup *cg, pid_t pid, int pidfd,
@@ -411,6 +425,11 @@ int mr_cgroup_kill(const struct mr_cgroup *cg, int64_t *done_us);
 bool mr_cgroup_can_kill(const struct mr_cgroup *cg);
 int mr_cgroup_kill_permitted(const struct mr_cgroup *cg);
 int mr_cgroup_memory_kb(const struct mr_cgroup *cg, int64_t *kb);
+
+/* psi.c */
+int mr_parse_pressure(const char *s, struct mr_pressure *p);
+int mr_psi_trigger(const char *file, const struct mr_pressure *p);
+int mr_psi_wait(const int *fds, size_t n, int64_t deadline_us, const sigset_t *mask);
 
 /* sched.c */
 void mr_sched_apply(const struct mr_sched *s, int *nice_err, int *affinity_err);
@@ -440,6 +459,7 @@ void mr_pool_stop(struct mr_pool *p);
 void mr_run_init(struct mr_run *run, const struct mr_config *cfg);
 void mr_note_add(struct mr_run *run, struct mr_note note);
 int mr_run(struct mr_run *run, const struct mr_pidlist *named);
+void mr_run_reset(struct mr_run *run);
 void mr_run_free(struct mr_run *run);
 
 #endif

@@ -145,18 +145,16 @@ static unsigned int default_jobs(const struct mr_config *cfg)
 	return (unsigned int)CPU_COUNT(&cpus);
 }
 
-/* Threads first: under load a new thread can wait for a CPU for
- * milliseconds, and meanwhile the main thread reads the ancestors and lists
- * the cgroups. Never more threads than pids named. */
-static int start_pool(struct mr_act *a, const struct mr_pidlist *named)
+/* The threads, never more than the targets known (SIZE_MAX: not known). */
+static int start_pool(struct mr_act *a, size_t known)
 {
 	struct mr_run *run = a->run;
 	unsigned int jobs = run->cfg.jobs ? run->cfg.jobs : default_jobs(&run->cfg), started;
 	sigset_t blocked;
 	int r, err;
 
-	if (!run->ncgroups && !run->cfg.dying && jobs > named->len)
-		jobs = named->len ? (unsigned int)named->len : 1;
+	if (jobs > known)
+		jobs = known ? (unsigned int)known : 1;
 	if ((r = mr_pool_start(&a->pool, jobs, &run->cfg.sched, &started, &err)))
 		return mr_fatal(run, r, "worker threads");
 	run->threads = started;
@@ -170,6 +168,33 @@ static int start_pool(struct mr_act *a, const struct mr_pidlist *named)
 	a->read_left_us = (int64_t)MR_READ_BOUND_MS * 1000;
 	run->bound_ms = run->cfg.wait_ms > MR_BOUND_MIN_MS ? run->cfg.wait_ms : MR_BOUND_MIN_MS;
 	return 0;
+}
+
+/* What a run needs before it acts: its threads (no more than the targets
+ * known), whether pidfds have inodes of their own, and the chain of
+ * mrelease's ancestors. */
+static int prepare(struct mr_act *a, size_t known)
+{
+	struct mr_run *run = a->run;
+	int r;
+
+	if ((r = start_pool(a, known)))
+		return r;
+	run->pidfs = pidfds_in_pidfs(run->self);
+	if ((r = mr_ancestors(run->cfg.proc, &run->ancestors, &run->nancestors)))
+		return mr_fatal(run, r, "cannot read the chain of mrelease's ancestors; nothing was "
+				"sent");
+	return 0;
+}
+
+/* How many pidfds fit at once, beside what the run keeps aside for itself
+ * and its threads. */
+static void room(struct mr_act *a)
+{
+	struct mr_run *run = a->run;
+
+	a->fd_kept = MR_FD_RESERVE + (size_t)run->threads * MR_FD_PER_THREAD;
+	a->room = a->most = mr_fd_room(run->cfg.proc, a->fd_kept, &a->fd_used, &a->fd_limit);
 }
 
 /* Before anything is sent: the threads' nice value and CPUs are best
@@ -338,17 +363,19 @@ static int release_run(struct mr_act *a)
 int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 {
 	struct mr_act a = { .run = run };
+	bool sweep = run->cfg.dying;
 	int r;
 
-	if ((r = start_pool(&a, named)))
-		return r;
-	run->pidfs = pidfds_in_pidfs(run->self);
-	if ((r = mr_ancestors(run->cfg.proc, &run->ancestors, &run->nancestors))) {
-		mr_fatal(run, r, "cannot read the chain of mrelease's ancestors; nothing was sent");
+	/* A run that kills starts its threads first: under load a new thread
+	 * can wait for a CPU while the main thread lists. A sweep of the
+	 * dying, which sends nothing, first looks for one: most find none. */
+	if (!sweep && (r = prepare(&a, run->ncgroups ? SIZE_MAX : named->len)))
 		goto out;
-	}
 	if ((r = mr_select(&a, named)) || !a.npicks)
 		goto out;
+	if (sweep && (r = prepare(&a, a.npicks)))
+		goto out;
+	room(&a);
 	mr_plan_kills(run);
 	ready(&a);
 	r = run->cfg.kill && !run->cfg.dry_run ? kill_run(&a) : release_run(&a);
@@ -363,6 +390,27 @@ out:
 	mr_finish(&a);
 	free(a.picks);
 	return r;
+}
+
+/* Ready run for another with the same configuration, cgroups and mounts:
+ * what the last one found and did is freed and forgotten. */
+void mr_run_reset(struct mr_run *run)
+{
+	struct mr_config cfg = run->cfg;
+	struct mr_cgroup *cgroups = run->cgroups;
+	struct mr_cgmounts mounts = run->mounts;
+	size_t ncgroups = run->ncgroups;
+
+	run->cgroups = NULL;
+	run->ncgroups = 0;
+	run->mounts = (struct mr_cgmounts){ 0 };
+	mr_run_free(run);
+	mr_run_init(run, &cfg);
+	run->cgroups = cgroups;
+	run->ncgroups = ncgroups;
+	run->mounts = mounts;
+	for (size_t c = 0; c < ncgroups; c++)
+		mr_cgroup_reset(&cgroups[c]);
 }
 
 void mr_run_free(struct mr_run *run)

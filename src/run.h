@@ -49,6 +49,7 @@ struct mr_act {
 	size_t room;          /* pidfds that may still be opened */
 	size_t most;          /* pidfds that fit at once */
 	size_t fd_used, fd_kept, fd_limit; /* in use, kept aside, the limit */
+	size_t undying;       /* --dying: processes stat said were not dying */
 	bool no_room;         /* not one pidfd fitted: said once */
 	bool in_wave;         /* a pidfd has been opened since the last close */
 	unsigned int retries;

@@ -110,6 +110,13 @@ static int gather(struct mr_act *a, const struct mr_pidlist *named, struct mr_pi
 				v[k - 1].cgroup = v[i].cgroup;
 			continue;
 		}
+		/* --dying: what /proc/PID/stat says is not dying is left
+		 * alone, never opened (one read each: a sweep of every process
+		 * costs little more than the listing). */
+		if (run->cfg.dying && mr_proc_may_be_dying(run->cfg.proc, v[i].pid) == 0) {
+			a->undying++;
+			continue;
+		}
 		v[k++] = v[i];
 	}
 	*out = v;
@@ -248,18 +255,10 @@ ssize_t mr_open_wave(struct mr_act *a, bool named_only)
 	return r ? r : n;
 }
 
-/* Select the picks; nothing is opened yet. The room is how many pidfds
- * fit at once beside what the run keeps aside. */
+/* Select the picks; nothing is opened yet. */
 int mr_select(struct mr_act *a, const struct mr_pidlist *named)
 {
-	struct mr_run *run = a->run;
-	int r;
-
-	if (kills_cgroups(run))
-		a->nested = mr_pidns_nested(run->cfg.proc);
-	if ((r = gather(a, named, &a->picks, &a->npicks)))
-		return r;
-	a->fd_kept = MR_FD_RESERVE + (size_t)run->threads * MR_FD_PER_THREAD;
-	a->room = a->most = mr_fd_room(run->cfg.proc, a->fd_kept, &a->fd_used, &a->fd_limit);
-	return 0;
+	if (kills_cgroups(a->run))
+		a->nested = mr_pidns_nested(a->run->cfg.proc);
+	return gather(a, named, &a->picks, &a->npicks);
 }

@@ -189,8 +189,9 @@ void mr_finish(struct mr_act *a)
 	if (run->waves > 1)
 		mr_note_add(run, (struct mr_note){ .kind = MR_N_WAVES, .cgroup = -1, .n = run->waves,
 						   .m = a->most });
+	run->not_dying = a->undying;
 	if (run->cfg.dying) {
-		mr_note(run, MR_N_NOT_DYING, -1, undying, 0);
+		mr_note(run, MR_N_NOT_DYING, -1, undying + a->undying, 0);
 		mr_note(run, MR_N_LEFT_OTHER, -1, left_out - undying, 0);
 	}
 	if (given_up)

@@ -310,7 +310,7 @@ tmux_clear() {
 @test "completion: --grace, --wait, -g, -w and -h are offered, --force is not" {
 	need_bash_completion
 	# 0.3.0 keeps --force only to say that it is gone.
-	assert_candidates "mrelease --fo"
+	assert_candidates "mrelease --fo" --follow
 	assert_candidates "mrelease --gr" --grace=
 	# --wait needs its value now: no blank after "=".
 	assert_candidates "mrelease --wa" --wait=
@@ -321,6 +321,15 @@ tmux_clear() {
 	assert_line -- -w
 	assert_line -- -h
 	refute_line -- --force
+}
+
+@test "completion: --follow takes no value; --interval seconds, --pressure its kind" {
+	need_bash_completion
+	assert_candidates "mrelease --foll" --follow
+	assert_candidates "mrelease --follow --inter" --interval=
+	assert_candidates "mrelease --follow --interval 0." 0.5
+	assert_candidates "mrelease --follow --interval=1" 1 10
+	assert_candidates "mrelease --follow --pressure " some full
 }
 
 @test "completion: --grace and --wait take seconds from the next word or after =" {

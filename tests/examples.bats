@@ -120,6 +120,37 @@ run_example() {
 		# An empty variable selects nothing.
 		run -1 --separate-stderr env pid= bash -c "$ex"
 		assert_equal "$stderr" "mrelease: no process selected" ;;
+	'mrelease --follow --interval 0.5')
+		freezer_cgroup
+		run -0 --separate-stderr dying_in_pidns '
+			"$1" --follow --interval 0.5 >"$3/out" & F=$!
+			for ((i = 0; i < 60; i++)); do
+				grep -q " released$" "$3/out" && break
+				sleep 0.05
+			done
+			kill -TERM $F
+			wait $F'
+		run -0 cat "$BATS_TEST_TMPDIR/out"
+		assert_line --index 1 --regexp '^[0-9TZ:-]+ +[0-9]+ mr-victim +1[0-9.]+M +1[0-9.]+M +[0-9.]+[mu]?s released$'
+		assert_line --regexp ' sweeps? \([0-9]+ on pressure, [0-9]+ on the timer\): 1 released, 0 failed, ' ;;
+	'# mrelease-follow.service: '*)
+		# The unit the man page shows is the one the package installs.
+		assert_equal "$ex" "$(cat "$MR_SOURCE_DIR/packaging/mrelease-follow.service")" ;;
+	"journalctl -u mrelease-follow -o cat | jq -c 'select(.type == \"release\")'")
+		skip "needs systemd as the init system, and the unit running" ;;
+	'apiVersion: apps/v1'*)
+		# Not a cluster here: the manifest parses, and runs what it says.
+		python3 -c 'import yaml' 2>/dev/null || skip "needs python3-yaml"
+		run -0 python3 -c '
+import sys, yaml
+d = yaml.safe_load(sys.stdin)
+spec = d["spec"]["template"]["spec"]
+c = spec["containers"][0]
+assert d["kind"] == "DaemonSet" and spec["hostPID"] is True
+print(" ".join(c["args"]))
+print(" ".join(c["securityContext"]["capabilities"]["add"]))' <<<"$ex"
+		assert_line --index 0 -- "--follow --json --nice -10"
+		assert_line --index 1 "IPC_LOCK SYS_RESOURCE SYS_NICE SYS_PTRACE" ;;
 	'systemd-run --scope --quiet mrelease --kill --unit batch.service')
 		[ -d /run/systemd/system ] || skip "needs systemd as the init system"
 		unit_with_victim "mrelease-test-$$-batch.service"

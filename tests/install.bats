@@ -55,6 +55,8 @@ make_deb() {
 	local comp
 	comp=$(find "$dest/opt/mr" -path '*bash-completion/completions/mrelease')
 	[ -n "$comp" ] || fail "no completion installed under $dest/opt/mr"
+	cmp "$MR_SOURCE_DIR/packaging/mrelease-follow.service" \
+		"$dest/opt/mr/lib/systemd/system/mrelease-follow.service"
 	run -0 "$dest/opt/mr/bin/mrelease" --version
 	assert_output --regexp '^mrelease [0-9]+\.[0-9]+\.[0-9]+$'
 }
@@ -123,6 +125,7 @@ make_deb() {
 	assert_output --partial ' ./usr/share/doc/mrelease/copyright'
 	assert_output --partial ' ./usr/share/doc/mrelease/changelog.gz'
 	assert_output --partial ' ./usr/share/bash-completion/completions/mrelease'
+	assert_output --partial ' ./usr/lib/systemd/system/mrelease-follow.service'
 
 	run -0 readelf -S --wide "$ROOT/usr/bin/mrelease"
 	refute_output --partial .symtab
