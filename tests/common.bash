@@ -67,6 +67,28 @@ wait_until() {
 	return 1
 }
 
+# bg COMMAND...: run COMMAND in the background, its stdout and stderr kept
+# for bg_done; BG_PID is its pid (killed by the teardown if still there).
+bg() {
+	"$@" >"$BATS_TEST_TMPDIR/bg.out" 2>"$BATS_TEST_TMPDIR/bg.err" 3>&- &
+	BG_PID=$!
+}
+
+# bg_done [STATUS]: the background command has ended (within 30 s), with
+# STATUS if given; its status in BG_STATUS, its output in $output and
+# $stderr.
+bg_done() {
+	wait_until 600 bash -c "! kill -0 $BG_PID 2>/dev/null" ||
+		fail "still running: $(cat "$BATS_TEST_TMPDIR/bg.err")"
+	BG_STATUS=0
+	wait "$BG_PID" || BG_STATUS=$?
+	BG_PID=
+	output=$(cat "$BATS_TEST_TMPDIR/bg.out")
+	stderr=$(cat "$BATS_TEST_TMPDIR/bg.err")
+	[ -z "${1:-}" ] || [ "$BG_STATUS" = "$1" ] ||
+		fail "exit status $BG_STATUS, not $1; stderr: $stderr; stdout: $output"
+}
+
 # in_pidns SCRIPT [ARG...]: run a bash script in a pid namespace of its
 # own, where pid 1 and every pid are the test's own; the script gets
 # $1 = mrelease, $2 = the victim helper, $3 = the test's temporary
@@ -328,6 +350,8 @@ common_teardown() {
 		eval "$c" || true
 	done
 	TEARDOWN_CMDS=()
+	[ -z "${BG_PID:-}" ] || kill -9 "$BG_PID" 2>/dev/null
+	BG_PID=
 	kill_victims
 	clean_cgroups
 	[ -z "${NOBODY_DIR:-}" ] || rm -rf "$NOBODY_DIR"

@@ -327,17 +327,12 @@ mrelease: pid $VPID: no process_mrelease here, and it did not exit within the wa
 @test "SIGINT during --wait ends the wait and still prints the report" {
 	start_victim -m 8
 	freeze_victim "$VPID"
-	local out=$BATS_TEST_TMPDIR/out err=$BATS_TEST_TMPDIR/err
-	"$MRELEASE" --kill --wait=30 --json "$VPID" >"$out" 2>"$err" 3>&- &
-	local mr=$!
+	bg "$MRELEASE" --kill --wait=30 --json "$VPID"
 	# Released, so in the wait: the signals are held long before.
 	wait_until 200 rss_under "$VPID" 1024 || fail "not released"
-	kill -INT "$mr"
-	local rc=0
-	wait "$mr" || rc=$?
-	assert_equal "$rc" 130
-	assert_equal "$(cat "$err")" "mrelease: interrupted; reporting what was done"
-	output=$(cat "$out")
+	kill -INT "$BG_PID"
+	bg_done 130
+	assert_equal "$stderr" "mrelease: interrupted; reporting what was done"
 	assert_equal "$(json_get '.targets[0].status')" released
 	[ "$(rss_kb "$VPID")" -lt 1024 ]
 }

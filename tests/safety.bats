@@ -12,35 +12,6 @@ load common
 setup() {
 	need_root
 	V2=$(cgroup2_mount)
-	OUT=$BATS_TEST_TMPDIR/out
-	ERR=$BATS_TEST_TMPDIR/err
-}
-
-teardown() {
-	[ -z "${BG_PID:-}" ] || kill -9 "$BG_PID" 2>/dev/null
-	common_teardown
-}
-
-# bg COMMAND...: run COMMAND in the background, its stdout and stderr in
-# $OUT and $ERR; BG_PID is its pid.
-bg() {
-	"$@" >"$OUT" 2>"$ERR" 3>&- &
-	BG_PID=$!
-}
-
-# bg_done [STATUS]: the background command has ended (within 30 s), with
-# STATUS if given; its status in BG_STATUS, its output in $output and
-# $stderr.
-bg_done() {
-	wait_until 600 bash -c "! kill -0 $BG_PID 2>/dev/null" ||
-		fail "still running: $(cat "$ERR")"
-	BG_STATUS=0
-	wait "$BG_PID" || BG_STATUS=$?
-	BG_PID=
-	output=$(cat "$OUT")
-	stderr=$(cat "$ERR")
-	[ -z "${1:-}" ] || [ "$BG_STATUS" = "$1" ] ||
-		fail "exit status $BG_STATUS, not $1; stderr: $stderr; stdout: $output"
 }
 
 # gone_or_killed PID: PID has exited, or a SIGKILL waits for it.
