@@ -78,7 +78,7 @@ bg() {
 # STATUS if given; its status in BG_STATUS, its output in $output and
 # $stderr.
 bg_done() {
-	wait_until 600 bash -c "! kill -0 $BG_PID 2>/dev/null" ||
+	wait_until 600 gone "$BG_PID" ||
 		fail "still running: $(cat "$BATS_TEST_TMPDIR/bg.err")"
 	BG_STATUS=0
 	wait "$BG_PID" || BG_STATUS=$?
@@ -191,6 +191,24 @@ start_victims() {
 # clean-up never signals a recycled pid.
 is_victim() {
 	[ "$(readlink "/proc/$1/exe" 2>/dev/null)" = "$(readlink -f "$MR_VICTIM")" ]
+}
+
+# gone PID: PID has exited: there is no such process, or it is a zombie
+# that is not reaped yet.
+gone() {
+	local state
+	kill -0 "$1" 2>/dev/null || return 0
+	state=$(awk '/^State:/ { print $2 }' "/proc/$1/status" 2>/dev/null) || true
+	[[ $state == [ZX] ]] || ! kill -0 "$1" 2>/dev/null
+}
+
+# wait_gone PID...: each PID exits within 5 s; fail, naming it, if one
+# does not.
+wait_gone() {
+	local p
+	for p in "$@"; do
+		wait_until 100 gone "$p" || fail "pid $p has not exited"
+	done
 }
 
 # rss_kb PID: VmRSS of PID in KiB, 0 once its address space is gone.

@@ -57,10 +57,6 @@ unit_with_victim() {
 	join "$UNIT_CG" "$VPID"
 }
 
-gone() {
-	wait_until 100 bash -c "! kill -0 $1 2>/dev/null || grep -q '^State:.*Z' /proc/$1/status"
-}
-
 # run_example TEXT: run one example as this test stands it up, or skip it
 # with the reason; fail on one that is not known.
 run_example() {
@@ -81,12 +77,11 @@ run_example() {
 		unit_with_victim "mrelease-test-$$-nginx.service"
 		ex=${ex//1234/$a}
 		run -0 --separate-stderr bash -c "${ex//nginx.service/mrelease-test-$$-nginx.service}"
-		gone "$a"
-		gone "$VPID" ;;
+		wait_gone "$a" "$VPID" ;;
 	'mrelease --kill --unit batch.service')
 		unit_with_victim "mrelease-test-$$-batch.service"
 		run -0 --separate-stderr bash -c "${ex//batch.service/mrelease-test-$$-batch.service}"
-		gone "$VPID" ;;
+		wait_gone "$VPID" ;;
 	$'$ grep \'^0::\' /proc/1234/cgroup\n0::/system.slice/batch.service\n$ mrelease --dry-run --kill --cgroup 0::/system.slice/batch.service')
 		unit_with_victim "mrelease-test-$$-batch.service"
 		run -0 grep '^0::' "/proc/$VPID/cgroup"
@@ -105,7 +100,7 @@ run_example() {
 		printf '%s\n' "$ex" >"$script"
 		run -0 --separate-stderr sh "$script"
 		assert_output --regexp '^freed [0-9]+ KiB$'
-		gone "$VPID" ;;
+		wait_gone "$VPID" ;;
 	'mrelease --dying --quiet --nice -10')
 		freezer_cgroup
 		run -0 --separate-stderr dying_in_pidns "$ex"
@@ -155,7 +150,7 @@ print(" ".join(c["securityContext"]["capabilities"]["add"]))' <<<"$ex"
 		[ -d /run/systemd/system ] || skip "needs systemd as the init system"
 		unit_with_victim "mrelease-test-$$-batch.service"
 		run -0 --separate-stderr bash -c "${ex//batch.service/mrelease-test-$$-batch.service}"
-		gone "$VPID" ;;
+		wait_gone "$VPID" ;;
 	'bash tests/demo.sh' | 'ctest --test-dir build --output-on-failure')
 		skip "the quick start itself: run from a fresh clone, as CI does" ;;
 	'cmake -S . -B build -DBUILD_TESTING=OFF && cmake --build build' | \
@@ -184,7 +179,7 @@ print(" ".join(c["securityContext"]["capabilities"]["add"]))' <<<"$ex"
 		cgroup_with_victim "$V2" -m 4
 		run -0 --separate-stderr env CG="$CG" bash -c "$ex"
 		assert_regex "$stderr" "killed with cgroup.kill"
-		gone "$VPID" ;;
+		wait_gone "$VPID" ;;
 	'mrelease --kill --json '[0-9]*' | jq -c .targets[0],.summary')
 		start_victim -m 8
 		freeze_victim "$VPID"

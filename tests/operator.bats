@@ -28,7 +28,7 @@ setup() {
 	json_ok '.targets[0].status == "released" or .targets[0].status == "exited"'
 	json_ok '.targets[0].signal == "KILL" and .summary.kill_us >= 1000000'
 	assert_regex "$stderr" "pid $VPID \\(mr-victim\\) ignored TERM for 1.0 s; sending KILL"
-	wait_until 100 bash -c "! kill -0 $VPID 2>/dev/null"
+	wait_gone "$VPID"
 }
 
 @test "--grace: a victim that stops by itself within the grace is 'exited', and no KILL is sent" {

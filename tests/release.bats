@@ -45,7 +45,7 @@ setup() {
 	# One target: no sum line.
 	refute_line --regexp '^ *sum '
 	assert_line --regexp '^MemAvailable change: '
-	! kill -0 "$VPID" 2>/dev/null || grep -q '^State:.*Z' "/proc/$VPID/status"
+	gone "$VPID"
 }
 
 @test "a victim that is not exiting is left alone without --kill" {

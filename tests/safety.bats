@@ -14,11 +14,6 @@ setup() {
 	V2=$(cgroup2_mount)
 }
 
-# gone_or_killed PID: PID has exited, or a SIGKILL waits for it.
-gone_or_killed() {
-	! kill -0 "$1" 2>/dev/null || sigkill_pending "$1"
-}
-
 # kill_all_in DIR: kill every process in DIR, a cgroup this test made and
 # filled with its own processes only, until it is empty.
 kill_all_in() {
@@ -182,8 +177,8 @@ grandparent_in_pidns() {
 	wait_until 40 at_least 3 "$CG" || fail "no fork in the grace"
 	bg_done 0
 	empty_cgroup "$CG"
-	! kill -0 "$a" 2>/dev/null || fail "pid $a lives"
-	! kill -0 "$b" 2>/dev/null || fail "pid $b lives"
+	gone "$a" || fail "pid $a lives"
+	gone "$b" || fail "pid $b lives"
 	json_ok '.cgroups[0].kill == "cgroup.kill" and .summary.failed == 0'
 	json_ok "any(.targets[]; .pid == $b)"
 }
@@ -288,7 +283,7 @@ rm_deep() {
 		[ "$k" = 1 ] && CG=$top1 || CG=$top2
 		run -0 --separate-stderr "$MRELEASE" --kill --json --cgroup "$CG"
 		json_ok ".targets[0].pid == $VPID and .summary.failed == 0 and .cgroups[0].kill != null"
-		wait_until 100 bash -c "! kill -0 $VPID 2>/dev/null"
+		wait_gone "$VPID"
 	done
 }
 
@@ -340,7 +335,7 @@ rm_deep() {
 	run -0 --separate-stderr "${SHIM_ENV[@]}" "$MRELEASE" --kill --wait 1 --json --cgroup "$CG"
 	shim_fired
 	json_ok '.targets[0].signal == "KILL" and .cgroups[0].kill == "until empty"'
-	wait_until 100 bash -c "! kill -0 $VPID 2>/dev/null"
+	wait_gone "$VPID"
 }
 
 @test "contract 2: v1 under --grace, a child forked in the grace dies though its parent exited" {
@@ -412,7 +407,7 @@ rm_deep() {
 	assert_regex "$stderr" "mrelease: cgroup $CG: its kill failed: Permission denied"
 	json_ok '.cgroups[0].kill == null and .cgroups[0].kill_error == "Permission denied"'
 	json_ok '.targets[0].signal == "KILL"'
-	wait_until 100 bash -c "! kill -0 $VPID 2>/dev/null"
+	wait_gone "$VPID"
 }
 
 # --- contract 3: refusals ----------------------------------------------------
@@ -590,7 +585,7 @@ joins_during() {
 	run -0 --separate-stderr "$script" "$MRELEASE"
 	assert_regex "$stderr" "pid [0-9]+ \\(mr-victim-reape\\): left out: refusing to kill mr-victim-reape, an ancestor of mrelease"
 	json_ok "any(.targets[]; .pid == $VPID) and .summary.failed == 0"
-	wait_until 40 bash -c "! kill -0 $VPID 2>/dev/null"
+	wait_until 40 gone "$VPID" || fail "pid $VPID has not exited"
 }
 
 # --- contract 5: interrupted means interrupted -------------------------------
