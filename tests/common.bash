@@ -261,17 +261,27 @@ join() {
 	done
 }
 
-# The mount point of the cgroup2 hierarchy, from mountinfo, never assumed.
+# cgroup_mounts [TYPE [CONTROLLER]]: the mount points of the cgroup file
+# systems, read from /proc/self/mountinfo (never assumed), one a line in
+# its order: every one, cgroup2 and v1; those of TYPE (cgroup2, or cgroup
+# for v1); or the v1 hierarchy that has CONTROLLER.
+cgroup_mounts() {
+	awk -v type="${1:-}" -v c="${2:-}" '{
+		for (i = 7; i <= NF; i++) if ($i == "-") break
+		if ($(i + 1) != "cgroup" && $(i + 1) != "cgroup2") next
+		if (type != "" && $(i + 1) != type) next
+		if (c != "" && ("," $(i + 3) ",") !~ ("," c ",")) next
+		print $5 }' /proc/self/mountinfo
+}
+
+# The mount point of the cgroup2 hierarchy.
 cgroup2_mount() {
-	awk '{ for (i = 7; i <= NF; i++) if ($i == "-") break
-	       if ($(i + 1) == "cgroup2") { print $5; exit } }' /proc/self/mountinfo
+	cgroup_mounts cgroup2 | head -n 1
 }
 
 # cgroup_v1_mount CONTROLLER: where that v1 controller is mounted, if it is.
 cgroup_v1_mount() {
-	awk -v c="$1" '{ for (i = 7; i <= NF; i++) if ($i == "-") break
-	       if ($(i + 1) == "cgroup" && ("," $(i + 3) ",") ~ ("," c ",")) { print $5; exit } }' \
-		/proc/self/mountinfo
+	cgroup_mounts cgroup "$1" | head -n 1
 }
 
 TEST_CGROUPS=()

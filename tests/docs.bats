@@ -34,14 +34,6 @@ mentions() {
 	grep -qE -- "(^|[^a-zA-Z0-9-])$1([^a-zA-Z0-9-]|$)"
 }
 
-# cgroup_mounts: the mount points of every cgroup and cgroup2 file system,
-# from /proc/self/mountinfo.
-cgroup_mounts() {
-	awk '{ for (i = 7; i <= NF; i++) if ($i == "-") {
-		if ($(i + 1) == "cgroup" || $(i + 1) == "cgroup2") print $5; break } }
-	' /proc/self/mountinfo
-}
-
 need_bash_completion() {
 	[ -r "$BASH_COMPLETION" ] ||
 		skip "bash-completion is not installed ($BASH_COMPLETION missing)"

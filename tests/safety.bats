@@ -38,11 +38,6 @@ empty_cgroup() {
 		fail "$1 still holds: $(tr '\n' ' ' <"$1/cgroup.procs")"
 }
 
-cgroup_v1_mounts() {
-	awk '{ for (i = 7; i <= NF; i++) if ($i == "-") break
-	       if ($(i + 1) == "cgroup") print $5 }' /proc/self/mountinfo
-}
-
 need_v1_memory() {
 	V1=$(cgroup_v1_mount memory)
 	[ -n "$V1" ] || skip "needs the cgroup v1 memory controller"
@@ -107,7 +102,7 @@ grandparent_in_pidns() {
 	local roots=("" "/" "//" "$V2" "$V2/" "$V2/." "$V2//" "0::/") mnt r
 	while read -r mnt; do
 		roots+=("$mnt" "$mnt/")
-	done < <(cgroup_v1_mounts)
+	done < <(cgroup_mounts cgroup)
 	for r in "${roots[@]}"; do
 		run -2 --separate-stderr "$MRELEASE" --dry-run --kill --cgroup "$r" "$VPID"
 		assert_output ""
