@@ -7,7 +7,6 @@ load common
 
 setup() {
 	need_root
-	V2=$(cgroup2_mount)
 }
 
 @test "v2: a nested cgroup with a forking victim is emptied, a sentinel outside lives" {

@@ -109,16 +109,15 @@ x7"
 }
 
 @test "a cgroup path outside the cgroup mounts, as pasted on a hybrid host, gets a suggestion" {
-	local v2 base name
-	v2=$(cgroup2_mount)
-	[ -n "$v2" ] || skip "needs a cgroup2 mount"
-	base=$(dirname "$v2")
+	local base name
+	need_v2
+	base=$(dirname "$V2")
 	# Only where the cgroup2 mount is not base itself (hybrid hosts).
 	mountpoint -q "$base" && [ "$(stat -f -c %T "$base")" != tmpfs ] && skip "not a hybrid host"
-	make_cgroup "$v2"
+	make_cgroup "$V2"
 	name=$(basename "$CG")
 	run -2 --separate-stderr "$MRELEASE" --kill --cgroup "$base/$name"
-	assert_equal "$stderr" "mrelease: cgroup '$base/$name': not a cgroup; did you mean $v2/$name?"
+	assert_equal "$stderr" "mrelease: cgroup '$base/$name': not a cgroup; did you mean $V2/$name?"
 	assert_output ""
 }
 

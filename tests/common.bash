@@ -246,7 +246,7 @@ need_strace() {
 	command -v strace >/dev/null || skip "needs strace"
 }
 
-# need_v2: skip without a usable cgroup2 mount in $V2 (setup sets it).
+# need_v2: skip without a usable cgroup2 mount in $V2.
 need_v2() {
 	[ -n "${V2:-}" ] || skip "needs a cgroup2 mount"
 	[ -e "$V2/cgroup.subtree_control" ] || skip "cgroup2 at $V2 is not usable"
@@ -283,6 +283,10 @@ cgroup2_mount() {
 cgroup_v1_mount() {
 	cgroup_mounts cgroup "$1" | head -n 1
 }
+
+# The cgroup2 mount, for every test; empty where there is none (need_v2
+# skips then).
+V2=$(cgroup2_mount)
 
 TEST_CGROUPS=()
 

@@ -73,13 +73,12 @@ assert_candidates() {
 	assert_equal "$(paste -sd' ' <<<"$output")" "$*"
 }
 
-# make_v2_cgroups: an empty cgroup $TOP under the cgroup2 mount $CG2 and
+# make_v2_cgroups: an empty cgroup $TOP under the cgroup2 mount $V2 and
 # an empty $INNER inside it, removed by teardown.
 make_v2_cgroups() {
 	need_root
-	CG2=$(cgroup2_mount)
-	[ -n "$CG2" ] || skip "no cgroup2 file system is mounted"
-	make_cgroup "$CG2" || skip "cannot create a cgroup under $CG2"
+	need_v2
+	make_cgroup "$V2" || skip "cannot create a cgroup under $V2"
 	TOP=$CG
 	make_cgroup "$TOP" || skip "cannot create a cgroup under $TOP"
 	INNER=$CG
@@ -240,7 +239,6 @@ tmux_clear() {
 	command -v jq >/dev/null || skip "jq is not installed"
 	local keys key missing=()
 	start_victim -m 1
-	V2=$(cgroup2_mount)
 	need_v2
 	make_cgroup "$V2"
 	join "$CG" "$VPID"
@@ -410,11 +408,10 @@ tmux_clear() {
 @test "completion: --unit completes the system manager's units, in the root and in slices" {
 	need_bash_completion
 	need_root
-	local cg2 top unit=mrelease-test-$$ odd=mrelease\\x2dtest-$$.scope
-	cg2=$(cgroup2_mount)
-	[ -n "$cg2" ] || skip "no cgroup2 file system is mounted"
-	top=$cg2/mrelease-test-$$-top.slice
-	mkdir "$top" || skip "cannot create a cgroup under $cg2"
+	local top unit=mrelease-test-$$ odd=mrelease\\x2dtest-$$.scope
+	need_v2
+	top=$V2/mrelease-test-$$-top.slice
+	mkdir "$top" || skip "cannot create a cgroup under $V2"
 	TEST_CGROUPS+=("$top")
 	# The same unit name at two depths, one as systemd escapes a "-",
 	# which has to be quoted when inserted, and units below a scope and a
@@ -531,11 +528,10 @@ tmux_clear() {
 
 @test "completion: --cgroup offers nothing that leads away from the cgroups" {
 	need_bash_completion
-	local word cand mnt cg2 ok
+	local word cand mnt ok
 	local -a mounts
 	mapfile -t mounts < <(cgroup_mounts)
 	((${#mounts[@]})) || skip "no cgroup file system is mounted"
-	cg2=$(cgroup2_mount)
 	for word in "" / "${mounts[0]%/*}/" "$(dirname "${mounts[0]%/*}")/"; do
 		run complete_line "mrelease --cgroup $word"
 		assert_success
@@ -546,7 +542,7 @@ tmux_clear() {
 				[[ ${cand%/} == "$mnt" || $cand == "$mnt"/* || $mnt/ == "$cand"* ]] && ok=1
 			done
 			# A cgroup under the cgroup2 mount, relative or from its root.
-			[[ -n $cg2 && $cand != / && -d $cg2/${cand#/} ]] && ok=1
+			[[ -n $V2 && $cand != / && -d $V2/${cand#/} ]] && ok=1
 			[ -n "$ok" ] || ! still_offered "mrelease --cgroup $word" "$cand" ||
 				fail "'--cgroup $word' offers '$cand', which is no way to a cgroup"
 		done
@@ -566,7 +562,7 @@ tmux_clear() {
 @test "completion: relative --cgroup paths complete under the cgroup2 mount" {
 	need_bash_completion
 	make_v2_cgroups
-	local top=${TOP#"$CG2"/} inner=${INNER#"$CG2"/} word
+	local top=${TOP#"$V2"/} inner=${INNER#"$V2"/} word
 
 	# The empty word offers the relative names, and "/" for the absolute
 	# paths rather than mount points whose names could not be typed.
@@ -595,7 +591,7 @@ tmux_clear() {
 	assert_line "/$top/"
 	run complete_line "mrelease --cgroup /$top/"
 	assert_line "/$inner/"
-	run complete_line "mrelease --cgroup $CG2/$top/"
+	run complete_line "mrelease --cgroup $V2/$top/"
 	assert_line "$INNER"
 	assert_prefixes_continue ""
 	assert_prefixes_continue /
@@ -706,8 +702,8 @@ tmux_clear() {
 	# list one of relative names, to which absolute ones must not be added.
 	# Other test suites may be making and removing mrelease-test.* cgroups
 	# meanwhile: the name is one of neither those nor "/", or else ours.
-	CG2=$(cgroup2_mount) CG=
-	[[ -z $CG2 || $(id -u) -ne 0 ]] || make_cgroup "$CG2" || CG=
+	CG=
+	[[ -z $V2 || $(id -u) -ne 0 ]] || make_cgroup "$V2" || CG=
 	tmux_type "mrelease --cgroup " Tab Tab
 	if tmux_poll '^([^m]|m[^r]|mr[^>])'; then
 		[ -z "$CG" ] || tmux_wait_line "(^| )$(regex_quote "${CG##*/}")/( |\$)"

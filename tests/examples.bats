@@ -10,7 +10,6 @@ load common
 
 setup() {
 	need_root
-	V2=$(cgroup2_mount)
 	need_v2
 	# "mrelease" in an example is the one under test.
 	mkdir -p "$BATS_TEST_TMPDIR/bin"

@@ -9,7 +9,6 @@ load common
 
 setup() {
 	need_root
-	V2=$(cgroup2_mount)
 }
 
 # --- --grace and --signal ------------------------------------------------------

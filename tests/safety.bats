@@ -11,7 +11,6 @@ load common
 
 setup() {
 	need_root
-	V2=$(cgroup2_mount)
 }
 
 # kill_all_in DIR: kill every process in DIR, a cgroup this test made and

@@ -46,12 +46,10 @@ memcheck() {
 
 @test "valgrind: a cgroup resolved and listed" {
 	need_root
-	local v2
-	v2=$(cgroup2_mount)
-	[ -n "$v2" ] || skip "needs a cgroup2 mount"
-	make_cgroup "$v2"
+	need_v2
+	make_cgroup "$V2"
 	start_victim -m 1
 	echo "$VPID" >"$CG/cgroup.procs"
-	memcheck --dry-run --json --cgroup "${CG#"$v2"/}"
+	memcheck --dry-run --json --cgroup "${CG#"$V2"/}"
 	assert_equal "$status" 1
 }
