@@ -192,6 +192,32 @@ print(" ".join(c["securityContext"]["capabilities"]["add"]))' <<<"$ex"
 	esac
 }
 
+# example_runs TEXT: run_example in a subshell of its own, which cleans up
+# after itself, so that a skip there ends that example only; one that
+# fails is added to FAILED_EXAMPLES, and the others still run. The
+# subshell sets errexit and is not the left side of || (nor is this
+# function): there bash ignores errexit, even one set inside, and every
+# assertion but an example's last command would be passed over.
+FAILED_EXAMPLES=()
+example_runs() {
+	local rc
+	set +e
+	(
+		set -e
+		trap common_teardown EXIT
+		run_example "$1"
+	)
+	rc=$?
+	set -e
+	((rc == 0)) || FAILED_EXAMPLES+=("$1")
+}
+
+# no_failed_examples: fail, naming each, if an example failed.
+no_failed_examples() {
+	((${#FAILED_EXAMPLES[@]} == 0)) ||
+		fail "$(printf 'example failed: %s\n' "${FAILED_EXAMPLES[@]}")"
+}
+
 @test "every example of the man page runs as it says" {
 	local block=() line n=0
 	while IFS= read -r line; do
@@ -202,21 +228,21 @@ print(" ".join(c["securityContext"]["capabilities"]["add"]))' <<<"$ex"
 		local text
 		text=$(printf '%s\n' "${block[@]}")
 		block=()
-		# A skip in one example must not end the others: each in a
-		# subshell, which cleans up after itself.
-		(trap common_teardown EXIT; run_example "$text") || fail "example failed: $text"
+		example_runs "$text"
 		n=$((n + 1))
 	done < <(man_examples)
 	# (A page whose examples could not be found would pass on nothing.)
 	[ "$n" -ge 9 ] || fail "only $n examples found in the man page"
+	no_failed_examples
 }
 
 @test "every example of the README runs as it says" {
 	local line n=0
 	while IFS= read -r line; do
 		[ -n "$line" ] || continue
-		(trap common_teardown EXIT; run_example "$line") || fail "example failed: $line"
+		example_runs "$line"
 		n=$((n + 1))
 	done < <(readme_examples)
 	[ "$n" -ge 13 ] || fail "only $n examples found in the README"
+	no_failed_examples
 }
