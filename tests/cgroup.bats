@@ -39,7 +39,7 @@ setup() {
 	done
 	assert_equal "$(cat "$cg/cgroup.procs" "$sub/cgroup.procs")" ""
 	kill -0 "$sentinel"
-	[ "$(rss_kb "$sentinel")" -gt 15000 ]
+	assert_rss_over "$sentinel" 15000
 	# Never frozen: a frozen cgroup would keep new members from running.
 	assert_equal "$(cat "$cg/cgroup.freeze")" 0
 	grep -qx 'frozen 0' "$cg/cgroup.events"
@@ -123,7 +123,7 @@ setup() {
 	assert_equal "$(json_get '.targets[0].pid')" "$top"
 	sleep 0.2
 	kill -0 "$child"
-	[ "$(rss_kb "$child")" -gt 7000 ]
+	assert_rss_over "$child" 7000
 }
 
 @test "v2: an empty cgroup is reported, and exits 1: no process selected" {
@@ -161,7 +161,7 @@ v1_release() {
 	json_get '.cgroups[0].memory_before_kb != null and .cgroups[0].memory_after_kb != null' \
 		>/dev/null
 	for p in "${pids[@]}"; do
-		[ "$(rss_kb "$p")" -lt 1024 ] || fail "pid $p still has $(rss_kb "$p") KiB"
+		assert_rss_under "$p" 1024
 	done
 }
 

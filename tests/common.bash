@@ -78,8 +78,10 @@ bg() {
 # STATUS if given; its status in BG_STATUS, its output in $output and
 # $stderr.
 bg_done() {
-	wait_until 600 gone "$BG_PID" ||
+	wait_until 600 gone "$BG_PID" || {
 		fail "still running: $(cat "$BATS_TEST_TMPDIR/bg.err")"
+		return 1
+	}
 	BG_STATUS=0
 	wait "$BG_PID" || BG_STATUS=$?
 	BG_PID=
@@ -102,13 +104,18 @@ in_pidns() {
 # it runs where the only ones are the test's. SCRIPT runs as in in_pidns,
 # with $D a victim of 16 MiB frozen and then sent SIGKILL (dying, its
 # memory held) and $L a frozen victim of 4 MiB that was not. Their VmRSS
-# in KiB as SCRIPT left them, "D L", is then in $BATS_TEST_TMPDIR/rss, and
-# they are thawed, so that the namespace can end. Call freezer_cgroup
-# first (not within run, which is a subshell).
+# in KiB as SCRIPT left them ("none" for one that had none to read) is
+# then in $BATS_TEST_TMPDIR/rss, for dying_rss, and they are thawed, so
+# that the namespace can end. Call freezer_cgroup first (not within run,
+# which is a subshell).
 dying_in_pidns() {
 	[ -n "${FREEZER:-}" ] || return 1
 	in_pidns '
-		rss() { awk '\''/^VmRSS/ { print $2 }'\'' "/proc/$1/status"; }
+		rss() {
+			local v
+			v=$(awk '\''/^VmRSS/ { print $2 }'\'' "/proc/$1/status" 2>/dev/null)
+			echo "${v:-none}"
+		}
 		trap '\''echo "$(rss $D) $(rss $L)" >"$3/rss"
 			echo THAWED >"$4/freezer.state"'\'' EXIT
 		"$2" -m 16 -r "$3/d" & D=$!
@@ -127,6 +134,15 @@ dying_in_pidns() {
 		((i < 100)) || exit 98
 		kill -9 $D
 		'"$1" "$FREEZER"
+}
+
+# dying_rss: the VmRSS that dying_in_pidns read for its victims, in
+# DYING_KB and LIVING_KB; fail if either had none to read (a victim gone
+# by then shows nothing about a release).
+dying_rss() {
+	read -r DYING_KB LIVING_KB <"$BATS_TEST_TMPDIR/rss" || true
+	[[ $DYING_KB =~ ^[0-9]+$ && $LIVING_KB =~ ^[0-9]+$ ]] ||
+		fail "no VmRSS read for the victims of dying_in_pidns: '$(cat "$BATS_TEST_TMPDIR/rss")'"
 }
 
 # has_cap N: the tests run with capability number N (a sandbox may lack
@@ -207,15 +223,21 @@ gone() {
 wait_gone() {
 	local p
 	for p in "$@"; do
-		wait_until 100 gone "$p" || fail "pid $p has not exited"
+		wait_until 100 gone "$p" || {
+			fail "pid $p has not exited"
+			return 1
+		}
 	done
 }
 
-# rss_kb PID: VmRSS of PID in KiB, 0 once its address space is gone.
+# rss_kb PID: VmRSS of PID (or PID/task/TID) in KiB. Nothing, and false,
+# where there is none to read: a process that is gone, or a zombie, has no
+# address space, and must not read as 0, which a check that its memory was
+# released would take for a release.
 rss_kb() {
 	local v
 	v=$(awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null)
-	echo "${v:-0}"
+	[ -n "$v" ] && echo "$v"
 }
 
 # sigkill_pending PID: SIGKILL (bit 8) waits for PID or its group.
@@ -227,10 +249,35 @@ sigkill_pending() {
 	return 1
 }
 
-# rss_under PID KB: PID's resident memory is under KB KiB (for wait_until,
-# which must read it again on each try).
+# rss_under PID KB: PID still has an address space, and under KB KiB of it
+# is resident; false for a process that is gone or a zombie. A released
+# victim held by the v1 freezer passes; one that merely exited does not.
+# (For wait_until too, which must read it again on each try.)
 rss_under() {
-	[ "$(rss_kb "$1")" -lt "$2" ]
+	local v
+	v=$(rss_kb "$1") && ((v < $2))
+}
+
+# assert_rss_under PID KB: as rss_under, failing the test with what was
+# read. (Each failure returns at once, so that where errexit is off, as
+# under run, an empty reading is never compared as a 0.)
+assert_rss_under() {
+	local v
+	v=$(rss_kb "$1") || {
+		fail "pid $1 has no address space to read (gone, or a zombie): nothing shows a release"
+		return 1
+	}
+	((v < $2)) || fail "pid $1 holds $v KiB, not under $2"
+}
+
+# assert_rss_over PID KB: PID has more than KB KiB resident.
+assert_rss_over() {
+	local v
+	v=$(rss_kb "$1") || {
+		fail "pid $1 has no address space to read (gone, or a zombie)"
+		return 1
+	}
+	((v > $2)) || fail "pid $1 holds $v KiB, not over $2"
 }
 
 kill_victims() {

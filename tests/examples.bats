@@ -65,11 +65,12 @@ run_example() {
 		start_victim -m 8
 		freeze_victim "$VPID"
 		run -0 --separate-stderr bash -c "${ex//1234/$VPID}"
-		[ "$(rss_kb "$VPID")" -lt 1024 ] ;;
+		assert_rss_under "$VPID" 1024 ;;
 	'mrelease --dying')
 		freezer_cgroup
 		run -0 --separate-stderr dying_in_pidns "$ex"
-		[ "$(cut -d' ' -f1 "$BATS_TEST_TMPDIR/rss")" -lt 1024 ] ;;
+		dying_rss
+		((DYING_KB < 1024)) || fail "the dying victim still holds $DYING_KB KiB" ;;
 	$'mrelease --kill --grace 5 1234\nmrelease --kill --grace 10 --signal QUIT --unit nginx.service')
 		start_victim -m 4
 		local a=$VPID
@@ -104,13 +105,14 @@ run_example() {
 		freezer_cgroup
 		run -0 --separate-stderr dying_in_pidns "$ex"
 		assert_output ""
-		[ "$(cut -d' ' -f1 "$BATS_TEST_TMPDIR/rss")" -lt 1024 ] ;;
+		dying_rss
+		((DYING_KB < 1024)) || fail "the dying victim still holds $DYING_KB KiB" ;;
 	'mrelease --kill --quiet --nice -10 "$pid"')
 		start_victim -m 8
 		freeze_victim "$VPID"
 		run -0 --separate-stderr env pid="$VPID" bash -c "$ex"
 		assert_output ""
-		[ "$(rss_kb "$VPID")" -lt 1024 ]
+		assert_rss_under "$VPID" 1024
 		# An empty variable selects nothing.
 		run -1 --separate-stderr env pid= bash -c "$ex"
 		assert_equal "$stderr" "mrelease: no process selected" ;;
@@ -166,7 +168,8 @@ print(" ".join(c["securityContext"]["capabilities"]["add"]))' <<<"$ex"
 		freeze_victim "${PIDS[@]}"
 		run -0 --separate-stderr mrelease --kill "${PIDS[@]}"
 		assert_line --regexp "^ *sum 2 targets .* released [0-9.]+M, exited 0\$"
-		[ "$(rss_kb "${PIDS[0]}")" -lt 1024 ] && [ "$(rss_kb "${PIDS[1]}")" -lt 1024 ] ;;
+		assert_rss_under "${PIDS[0]}" 1024
+		assert_rss_under "${PIDS[1]}" 1024 ;;
 	'CG=/sys/fs/cgroup/unified/mrelease-readme')
 		;;
 	"bash -c 'echo \$\$ > \"\$1/cgroup.procs\"; mrelease --kill --cgroup \"\$1\"' bash \"\$CG\"")

@@ -42,7 +42,7 @@ setup() {
 	freeze_victim "$VPID"
 	run -0 --separate-stderr "$MRELEASE" --kill --grace 0.5 --json "$VPID"
 	json_ok '.targets[0].status == "released" and .summary.kill_us >= 500000'
-	[ "$(rss_kb "$VPID")" -lt 1024 ]
+	assert_rss_under "$VPID" 1024
 }
 
 @test "--signal QUIT: the first signal is QUIT, and a fatal one is released at once" {
@@ -96,10 +96,9 @@ setup() {
 	undying=$(sed -n 's/^mrelease: \([0-9]*\) not dying; left alone$/\1/p' <<<"$stderr")
 	others=$(sed -n 's/^mrelease: \([0-9]*\) others\{0,1\} left out: .*/\1/p' <<<"$stderr")
 	json_ok ".summary.left_out == $undying + $others"
-	local d l
-	read -r d l <"$BATS_TEST_TMPDIR/rss"
-	[ "$d" -lt 1024 ] || fail "the dying victim still holds $d KiB"
-	[ "$l" -gt 3000 ] || fail "the living victim holds $l KiB"
+	dying_rss
+	((DYING_KB < 1024)) || fail "the dying victim still holds $DYING_KB KiB"
+	((LIVING_KB > 3000)) || fail "the living victim holds $LIVING_KB KiB"
 }
 
 @test "--dying with nothing dying: 'no dying process', exit 1; --cgroup narrows it" {
@@ -171,7 +170,7 @@ setup() {
 	run -0 --separate-stderr "$MRELEASE" --dry-run "$VPID"
 	assert_line --regexp "^ *$VPID mr-victim .* would release\$"
 	kill -0 "$live"
-	[ "$(rss_kb "$VPID")" -gt 3000 ]
+	assert_rss_over "$VPID" 3000
 }
 
 @test "a dry run names each cgroup's kill, and predicts a refusal" {
@@ -218,7 +217,7 @@ setup() {
 	run -1 --separate-stderr "$MRELEASE" --kill --json "$VPID"
 	assert_equal "$stderr" "$want"
 	json_ok '.targets[0].signal == "KILL" and .summary.dry_run == false'
-	[ "$(rss_kb "$VPID")" -gt 6000 ] || fail "the dumping victim's memory was freed"
+	assert_rss_over "$VPID" 6000
 }
 
 @test "a dry run predicts a shared address space as the real run decides" {

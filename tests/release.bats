@@ -12,7 +12,7 @@ setup() {
 @test "--kill frees the memory of a victim that cannot exit by itself" {
 	start_victim -m 32
 	freeze_victim "$VPID"
-	[ "$(rss_kb "$VPID")" -gt 30000 ]
+	assert_rss_over "$VPID" 30000
 	run -0 --separate-stderr "$MRELEASE" --kill --json "$VPID"
 	assert_equal "$(json_get '.targets[0].status')" released
 	assert_equal "$(json_get '.summary.released')" 1
@@ -22,7 +22,7 @@ setup() {
 	# Still frozen, so it has not exited: only process_mrelease can have
 	# taken its memory.
 	grep -q '^State:.*D' "/proc/$VPID/status"
-	[ "$(rss_kb "$VPID")" -lt 1024 ]
+	assert_rss_under "$VPID" 1024
 }
 
 @test "a plain SIGKILL leaves a frozen victim's memory in place (the control)" {
@@ -30,11 +30,11 @@ setup() {
 	freeze_victim "$VPID"
 	kill -9 "$VPID"
 	sleep 0.5
-	[ "$(rss_kb "$VPID")" -gt 30000 ]
+	assert_rss_over "$VPID" 30000
 	# Dying already, so no --kill is needed to release it.
 	run -0 --separate-stderr "$MRELEASE" --json "$VPID"
 	assert_equal "$(json_get '.targets[0].status')" released
-	[ "$(rss_kb "$VPID")" -lt 1024 ]
+	assert_rss_under "$VPID" 1024
 }
 
 @test "--kill releases a running victim and it goes away" {
@@ -54,7 +54,7 @@ setup() {
 	assert_equal "$stderr" "mrelease: pid $VPID: not exiting; use --kill"
 	assert_line --regexp "^ *$VPID mr-victim .* failed\$"
 	kill -0 "$VPID"
-	[ "$(rss_kb "$VPID")" -gt 15000 ]
+	assert_rss_over "$VPID" 15000
 }
 
 @test "--dry-run measures and leaves the victim alive, even with --kill" {
@@ -66,7 +66,7 @@ setup() {
 	assert_equal "$(json_get '.targets[0].rss_after_kb')" null
 	sleep 0.2
 	kill -0 "$VPID"
-	[ "$(rss_kb "$VPID")" -gt 15000 ]
+	assert_rss_over "$VPID" 15000
 }
 
 @test "pids from standard input are all released" {
@@ -125,8 +125,8 @@ setup() {
 	run -0 --separate-stderr "$MRELEASE" --kill --nice 5 --affinity 0 --jobs 2 --verbose \
 		--json "$a" "$VPID"
 	assert_equal "$(json_get '.summary.released')" 2
-	[ "$(rss_kb "$a")" -lt 1024 ]
-	[ "$(rss_kb "$VPID")" -lt 1024 ]
+	assert_rss_under "$a" 1024
+	assert_rss_under "$VPID" 1024
 	assert_equal "$stderr" "mrelease: releasing on 2 worker threads"
 }
 
@@ -213,7 +213,7 @@ setup() {
 	assert_equal "$(json_get '.targets[0].exited')" false
 	assert_equal "$(json_get '.summary.released')" 1
 	# The memory is gone though the process is not.
-	[ "$(rss_kb "$VPID")" -lt 1024 ]
+	assert_rss_under "$VPID" 1024
 	run -1 --separate-stderr "$MRELEASE" --wait 0.5 "$VPID"
 	assert_line --regexp "^ *$VPID mr-victim .* released, running\$"
 }
@@ -270,7 +270,7 @@ setup() {
 	run -1 --separate-stderr as_nobody "$MRELEASE" --kill --measure=none "$VPID"
 	assert_equal "$stderr" "mrelease: pid $VPID: cannot kill it: Operation not permitted"
 	kill -0 "$VPID"
-	[ "$(rss_kb "$VPID")" -gt 7000 ]
+	assert_rss_over "$VPID" 7000
 }
 
 @test "without process_mrelease: one warning, and the exit is waited for instead" {
@@ -298,7 +298,7 @@ mrelease: pid $VPID: no process_mrelease here, and it did not exit within the wa
 	assert_equal "$(json_get '.targets[0].freed_kb')" null
 	# The kill went out; the memory is still there, held by the live one.
 	kill -0 "$VPID"
-	[ "$(rss_kb "$VPID")" -gt 7000 ]
+	assert_rss_over "$VPID" 7000
 }
 
 @test "a zombie has already given its memory back: exited, nothing sent" {
@@ -334,7 +334,7 @@ mrelease: pid $VPID: no process_mrelease here, and it did not exit within the wa
 	bg_done 130
 	assert_equal "$stderr" "mrelease: interrupted; reporting what was done"
 	assert_equal "$(json_get '.targets[0].status')" released
-	[ "$(rss_kb "$VPID")" -lt 1024 ]
+	assert_rss_under "$VPID" 1024
 }
 
 @test "a low soft limit on open files does not fail many targets" {
@@ -356,7 +356,7 @@ mrelease: pid $VPID: no process_mrelease here, and it did not exit within the wa
 	freeze_victim "$VPID"
 	run -0 --separate-stderr "$MRELEASE" --kill --json "$VPID"
 	assert_equal "$(json_get '.targets[0].status')" released
-	[ "$(rss_kb "$VPID/task/$tid")" -lt 1024 ]
+	assert_rss_under "$VPID/task/$tid" 1024
 }
 
 @test "a process hidden by hidepid is not 'exited': its figures are null, with the reason" {

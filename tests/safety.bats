@@ -199,7 +199,7 @@ grandparent_in_pidns() {
 	shim_fired
 	json_ok "[.targets[].pid] == ([$old, $new] | sort)"
 	json_ok '[.targets[].status] == ["released", "released"]'
-	[ "$(rss_kb "$new")" -lt 1024 ]
+	assert_rss_under "$new" 1024
 }
 
 @test "contract 6: a member that left before the write is left out: not killed, not failed" {
@@ -233,7 +233,7 @@ grandparent_in_pidns() {
 	shim_env "openat:/proc/*/cgroup:-12:0"
 	run -0 --separate-stderr "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --cgroup "$CG"
 	json_ok '.cgroups[0].kill == "cgroup.kill" and .targets[0].status == "released"'
-	[ "$(rss_kb "$VPID")" -lt 1024 ]
+	assert_rss_under "$VPID" 1024
 }
 
 # make_deep PARENT: a cgroup under PARENT, 33 names of 250 characters
@@ -500,7 +500,7 @@ joins_during() {
 	json_ok ".targets[0].pid == $VPID and .targets[0].signal == \"KILL\" and .targets[0].status == \"released\""
 	json_ok '.cgroups[0].kill == null and .cgroups[0].kill_error == "refused"'
 	sigkill_pending "$VPID"
-	[ "$(rss_kb "$VPID")" -lt 1024 ]
+	assert_rss_under "$VPID" 1024
 }
 
 @test "contract 3: refused once the run has begun: the named target killed is released, the member fails" {
@@ -518,7 +518,7 @@ joins_during() {
 	json_ok "[.targets[] | select(.pid == $named and .signal == \"KILL\" and .status == \"released\")] | length == 1"
 	json_ok "[.targets[] | select(.pid == $VPID and .signal == null and .status == \"failed\" and .error == \"not killed: the run stopped at a cgroup it refused\")] | length == 1"
 	json_ok '.cgroups[0].kill_error == "refused"'
-	[ "$(rss_kb "$named")" -lt 1024 ]
+	assert_rss_under "$named" 1024
 	kill -0 "$VPID"
 	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 }
@@ -541,7 +541,7 @@ joins_during() {
 	json_ok "[.targets[] | select(.pid == $a and .signal == \"KILL\" and .status == \"released\")] | length == 1"
 	json_ok "[.targets[] | select(.pid == $VPID and .status == \"failed\" and .signal == null)] | length == 1"
 	json_ok '.cgroups[0].kill == "cgroup.kill" and .cgroups[1].kill_error == "refused"'
-	[ "$(rss_kb "$a")" -lt 1024 ]
+	assert_rss_under "$a" 1024
 	kill -0 "$VPID"
 	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 }
@@ -675,7 +675,7 @@ joins_during() {
 		assert_regex "$stderr" "gave up the figures of 12 targets: not read within 100 ms"
 		local p
 		for p in "${PIDS[@]}"; do
-			[ "$(rss_kb "$p")" -lt 1024 ] || fail "$p still holds $(rss_kb "$p") KiB"
+			assert_rss_under "$p" 1024
 		done
 		clean_cgroups
 		kill_victims
@@ -704,8 +704,8 @@ in_pids_cgroup() {
 	assert_regex "$stderr" "no worker thread could be started: releasing on the main thread, and reading no figures before the kill"
 	json_ok '[.targets[].status] | unique == ["released"]'
 	json_ok '[.targets[].measure_error] | unique == ["no worker thread to read them on without delaying the kill"]'
-	[ "$(rss_kb "${PIDS[0]}")" -lt 1024 ]
-	[ "$(rss_kb "${PIDS[1]}")" -lt 1024 ]
+	assert_rss_under "${PIDS[0]}" 1024
+	assert_rss_under "${PIDS[1]}" 1024
 }
 
 @test "with no thread, SIGINT during a release stops the run after it: nothing more is released" {
@@ -742,7 +742,8 @@ in_pids_cgroup() {
 	# Both were killed, and the one released holds nothing any more.
 	sigkill_pending "$a"
 	sigkill_pending "$b"
-	[ "$(rss_kb "$a")" -lt 1024 ] || [ "$(rss_kb "$b")" -lt 1024 ]
+	rss_under "$a" 1024 || rss_under "$b" 1024 ||
+		fail "neither holds under 1024 KiB: $(rss_kb "$a") and $(rss_kb "$b") KiB"
 }
 
 @test "a release held past the end of the grace leaves its target to the kill: killed and released" {
@@ -754,7 +755,7 @@ in_pids_cgroup() {
 	shim_fired
 	json_ok '.targets[0].signal == "KILL" and .targets[0].status == "released"'
 	sigkill_pending "$VPID"
-	[ "$(rss_kb "$VPID")" -lt 1024 ]
+	assert_rss_under "$VPID" 1024
 }
 
 @test "a run locks its memory, lowers its OOM score where permitted, and uses small stacks" {
@@ -789,7 +790,7 @@ in_pids_cgroup() {
 	run --separate-stderr bash -c '"$0" --kill "$1" >&-' "$MRELEASE" "$VPID"
 	assert_equal "$status" 3
 	assert_regex "$stderr" "standard output"
-	[ "$(rss_kb "$VPID")" -lt 1024 ]
+	assert_rss_under "$VPID" 1024
 }
 
 @test "a fatal error after the kill still prints the report, then exits 3" {
@@ -803,7 +804,7 @@ in_pids_cgroup() {
 	assert_equal "$status" 3
 	assert_regex "$stderr" "mrelease: waiting for the targets to exit: Cannot allocate memory; reported what was done"
 	json_ok '.targets[0].status == "released"'
-	[ "$(rss_kb "$VPID")" -lt 1024 ]
+	assert_rss_under "$VPID" 1024
 }
 
 # --- not a capability broker ---------------------------------------------------
