@@ -762,26 +762,32 @@ in_pids_cgroup() {
 	start_victim -m 4
 	freeze_victim "$VPID"
 	shim_env "process_mrelease:*:3000:1"
-	"${SHIM_ENV[@]}" "$MRELEASE" --kill --quiet "$VPID" 3>&- &
-	local mr=$!
+	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --quiet "$VPID"
+	local mr=$BG_PID
+	# Read while the release is held: the run is under way.
 	shim_wait
-	local locked adj big=0 range rest
+	local locked adj big=0 range rest unchecked=()
 	locked=$(awk '/^VmLck:/ { print $2 }' "/proc/$mr/status")
 	adj=$(cat "/proc/$mr/oom_score_adj")
 	# A default thread stack is an 8 MiB mapping; the workers' are 64 KiB.
 	while read -r range rest; do
 		((0x${range#*-} - 0x${range%-*} == 8388608)) && big=$((big + 1))
 	done <"/proc/$mr/maps"
-	wait "$mr" || true
+	bg_done 0
 	# AddressSanitizer turns mlockall into nothing and needs bigger stacks.
 	if [ "${MR_SANITIZE:-OFF}" != ON ]; then
 		[ "$locked" -gt 0 ] || fail "VmLck is $locked"
 		[ "$big" -eq 0 ] || fail "$big mappings of 8 MiB: default thread stacks"
+	else
+		unchecked+=("the lock and the stacks (an AddressSanitizer build turns mlockall into nothing and needs bigger stacks)")
 	fi
 	# Lowering the score needs CAP_SYS_RESOURCE (24), which a sandbox may lack.
 	if has_cap 24; then
 		assert_equal "$adj" -1000
+	else
+		unchecked+=("the OOM score (lowering it needs CAP_SYS_RESOURCE, which these tests do not have)")
 	fi
+	((${#unchecked[@]} == 0)) || skip "checked all but ${unchecked[*]}"
 }
 
 @test "a closed stdout does not cut a run short; the exit status shows it" {
