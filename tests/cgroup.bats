@@ -33,11 +33,8 @@ setup() {
 	assert_equal "$(json_get '.cgroups[0].kill')" cgroup.kill
 	json_get '.cgroups[0].members == .summary.targets' >/dev/null
 	# Gone for good: nothing left in either cgroup shortly after.
-	for ((i = 0; i < 100; i++)); do
-		[ -s "$cg/cgroup.procs" ] || [ -s "$sub/cgroup.procs" ] || break
-		sleep 0.05
-	done
-	assert_equal "$(cat "$cg/cgroup.procs" "$sub/cgroup.procs")" ""
+	wait_until 100 test ! -s "$cg/cgroup.procs" -a ! -s "$sub/cgroup.procs" ||
+		fail "still in the cgroups: $(cat "$cg/cgroup.procs" "$sub/cgroup.procs" | xargs)"
 	kill -0 "$sentinel"
 	assert_rss_over "$sentinel" 15000
 	# Never frozen: a frozen cgroup would keep new members from running.
@@ -185,7 +182,7 @@ v1_release() {
 		"$ready" </dev/null >/dev/null 3>&- &
 	VPID=$!
 	VICTIMS+=("$VPID")
-	for ((i = 0; i < 200; i++)); do [ -s "$ready" ] && break; sleep 0.05; done
+	wait_until 200 test -s "$ready" || fail "the victim did not get ready"
 	freeze_victim "$VPID"
 	run -0 --separate-stderr "$MRELEASE" --kill --json --cgroup "$cg"
 	[ "$(json_get '.cgroups[0].memory_before_kb')" -gt 20000 ]

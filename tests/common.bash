@@ -94,10 +94,10 @@ bg_done() {
 # in_pidns SCRIPT [ARG...]: run a bash script in a pid namespace of its
 # own, where pid 1 and every pid are the test's own; the script gets
 # $1 = mrelease, $2 = the victim helper, $3 = the test's temporary
-# directory, then the ARGs.
+# directory, then the ARGs, and can call wait_until (declared in it).
 in_pidns() {
-	unshare --pid --fork --mount-proc env PATH="$PATH" bash -c "$1" bash \
-		"$MRELEASE" "$MR_VICTIM" "$BATS_TEST_TMPDIR" "${@:2}"
+	unshare --pid --fork --mount-proc env PATH="$PATH" bash -c "$(declare -f wait_until)
+$1" bash "$MRELEASE" "$MR_VICTIM" "$BATS_TEST_TMPDIR" "${@:2}"
 }
 
 # dying_in_pidns SCRIPT: --dying takes every dying process it can see, so
@@ -120,18 +120,10 @@ dying_in_pidns() {
 			echo THAWED >"$4/freezer.state"'\'' EXIT
 		"$2" -m 16 -r "$3/d" & D=$!
 		"$2" -m 4 -r "$3/l" & L=$!
-		for ((i = 0; i < 200; i++)); do
-			[ -s "$3/d" ] && [ -s "$3/l" ] && break
-			sleep 0.05
-		done
-		((i < 200)) || exit 97
+		wait_until 200 test -s "$3/d" -a -s "$3/l" || exit 97
 		echo $D >"$4/cgroup.procs" && echo $L >"$4/cgroup.procs" &&
 			echo FROZEN >"$4/freezer.state" || exit 99
-		for ((i = 0; i < 100; i++)); do
-			[ "$(cat "$4/freezer.state")" = FROZEN ] && break
-			sleep 0.05
-		done
-		((i < 100)) || exit 98
+		wait_until 100 grep -qx FROZEN "$4/freezer.state" || exit 98
 		kill -9 $D
 		'"$1" "$FREEZER"
 }
@@ -367,16 +359,13 @@ freezer_cgroup() {
 # once killed they cannot run their exit path and keep their memory until
 # released.
 freeze_victim() {
-	local i p
+	local p
 	freezer_cgroup
 	for p in "$@"; do
 		echo "$p" >"$FREEZER/cgroup.procs"
 	done
 	echo FROZEN >"$FREEZER/freezer.state"
-	for ((i = 0; i < 100; i++)); do
-		[ "$(cat "$FREEZER/freezer.state")" = FROZEN ] && return 0
-		sleep 0.05
-	done
+	wait_until 100 grep -qx FROZEN "$FREEZER/freezer.state" && return 0
 	echo "freezer $FREEZER did not freeze" >&2
 	return 1
 }

@@ -172,7 +172,7 @@ setup() {
 @test "an already reaped target is an error, exit 1" {
 	run -1 --separate-stderr in_pidns '
 		"$2" -m 1 -r "$3/r" & p=$!
-		while [ ! -s "$3/r" ]; do sleep 0.05; done
+		wait_until 200 test -s "$3/r" || { echo "the victim did not get ready" >&2; exit 97; }
 		kill -9 $p; wait $p 2>/dev/null
 		exec "$1" --kill "$p"'
 	assert_regex "$stderr" '^mrelease: pid [0-9]+: no such process$'
@@ -181,7 +181,7 @@ setup() {
 @test "exit 64 when some targets are released and some fail" {
 	run -64 --separate-stderr in_pidns '
 		"$2" -m 1 -r "$3/r" & p=$!
-		while [ ! -s "$3/r" ]; do sleep 0.05; done
+		wait_until 200 test -s "$3/r" || { echo "the victim did not get ready" >&2; exit 97; }
 		exec "$1" --kill "$p" 4000'
 	assert_equal "$stderr" "mrelease: pid 4000: no such process"
 	assert_line --regexp ' (released|exited)$'
@@ -197,7 +197,7 @@ setup() {
 		"$MR_VICTIM" -m 4 -r "$ready" </dev/null >/dev/null 3>&- &
 	VPID=$!
 	VICTIMS+=("$VPID")
-	for ((i = 0; i < 200; i++)); do [ -s "$ready" ] && break; sleep 0.05; done
+	wait_until 200 test -s "$ready" || fail "the victim did not get ready"
 	run -0 --separate-stderr as_nobody "$MRELEASE" --kill --nice -10 --json "$VPID"
 	assert_equal "$stderr" "mrelease: cannot set nice value -10 for the releases: Permission denied; releasing at mrelease's own nice value instead"
 	json_ok '.summary.nice_applied == false and .summary.affinity_applied == null'
@@ -361,12 +361,11 @@ mrelease: pid $VPID: no process_mrelease here, and it did not exit within the wa
 
 @test "a process hidden by hidepid is not 'exited': its figures are null, with the reason" {
 	command -v setpriv >/dev/null || skip "needs setpriv"
-	run --separate-stderr unshare --pid --fork --mount-proc bash -c '
+	run --separate-stderr in_pidns '
 		mount -o remount,hidepid=invisible /proc || exit 77
-		"$1" -m 1 -r "$2/h" </dev/null >/dev/null & p=$!
-		while [ ! -s "$2/h" ]; do sleep 0.05; done
-		setpriv --reuid=nobody --regid=nogroup --clear-groups "$3" --dry-run --kill --json "$p"' \
-		bash "$MR_VICTIM" "$BATS_TEST_TMPDIR" "$MRELEASE"
+		"$2" -m 1 -r "$3/h" </dev/null >/dev/null & p=$!
+		wait_until 200 test -s "$3/h" || { echo "the victim did not get ready" >&2; exit 97; }
+		setpriv --reuid=nobody --regid=nogroup --clear-groups "$1" --dry-run --kill --json "$p"'
 	[ "$status" -ne 77 ] || skip "cannot mount /proc with hidepid here"
 	assert_equal "$status" 1
 	assert_equal "$(json_get '.targets[0].status')" failed

@@ -18,19 +18,22 @@ setup() {
 }
 
 @test "a pid reused after selection is not signalled: the new process lives" {
-	run --separate-stderr unshare --pid --fork --mount-proc bash -c '
+	run --separate-stderr in_pidns '
 		set -u
 		mr=$1 victim=$2 dir=$3
 		echo 500 >/proc/sys/kernel/pid_max || exit 77
-		# After a wrap the kernel hands out pids from 300 up: start past it.
-		while :; do /bin/true & p=$!; wait $p; [ $p -gt 310 ] && break; done
+		# After a wrap the kernel hands out pids from 300 up: start past it
+		# (with a pid_max of 500, well within 1000 tries).
+		for ((n = 0; n < 1000; n++)); do /bin/true & p=$!; wait $p; ((p > 310)) && break; done
+		((p > 310)) || { echo "pids did not pass 310" >&2; exit 1; }
 		# The first victim, in a subshell that reaps it when it dies.
 		( "$victim" -m 4 -r "$dir/a" </dev/null >/dev/null & echo $! >"$dir/apid"; wait ) &
-		while [ ! -s "$dir/a" ]; do sleep 0.05; done
+		wait_until 200 test -s "$dir/a" || { echo "the first victim did not get ready" >&2; exit 1; }
 		a=$(cat "$dir/apid")
 		cat >"$dir/recycle" <<-SCRIPT
 			kill -9 $a
-			while kill -0 $a 2>/dev/null; do sleep 0.01; done
+			for ((n = 0; n < 1000; n++)); do kill -0 $a 2>/dev/null || break; sleep 0.01; done
+			! kill -0 $a 2>/dev/null || { echo "pid $a was not reaped within 10 s" >&2; exit 1; }
 			for i in \$(seq 2000); do
 				"$victim" -r "$dir/b.\$i" </dev/null >/dev/null 2>&1 &
 				p=\$!
@@ -48,8 +51,7 @@ setup() {
 		for i in $(seq 100); do [ -s "$dir/b."* ] 2>/dev/null && break; sleep 0.05; done
 		sleep 0.2
 		kill -0 "$b" && echo "pid $b (the new process) lives"
-		grep "^{\"pid\"" "$dir/gdb.out"
-	' bash "$MRELEASE" "$MR_VICTIM" "$BATS_TEST_TMPDIR"
+		grep "^{\"pid\"" "$dir/gdb.out"'
 	[ "$status" -ne 77 ] || skip "a pid namespace has no pid_max of its own here"
 	[ "$status" -eq 0 ] || fail "exit $status: $stderr; gdb said: $(cat "$BATS_TEST_TMPDIR"/gdb.*)"
 	assert_line --regexp '^pid [0-9]+ \(the new process\) lives$'

@@ -462,11 +462,14 @@ rm_deep() {
 }
 
 # joins_during CG ARG...: run mrelease ARG... (with $SHIM_ENV) from a shell
-# that moves itself into CG once the injected hold has fired; stderr ends
-# with "rc=N alive" if that shell outlived the run, N being its status.
+# that moves itself into CG once the injected hold has fired (within 5 s,
+# or it says so and fails); stderr ends with "rc=N alive" if that shell
+# outlived the run, N being its status.
 joins_during() {
-	run -0 --separate-stderr timeout 30 bash -c '"${@:3}" & m=$!
-		until [ -s "$2" ]; do sleep 0.05; done
+	run -0 --separate-stderr timeout 30 bash -c "$(declare -f wait_until)"'
+		"${@:3}" & m=$!
+		wait_until 100 test -s "$2" ||
+			{ echo "the injected hold did not fire within 5 s" >&2; wait $m; exit 1; }
 		echo $$ >"$1/cgroup.procs"; wait $m; echo "rc=$? alive" >&2' \
 		bash "$1" "$SHIM_FIRED" "${SHIM_ENV[@]}" "$MRELEASE" "${@:2}"
 }
