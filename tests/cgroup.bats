@@ -118,8 +118,7 @@ setup() {
 	run -0 --separate-stderr "$MRELEASE" --kill --no-recursive --json --cgroup "$cg"
 	assert_equal "$(json_get '.summary.targets')" 1
 	assert_equal "$(json_get '.targets[0].pid')" "$top"
-	sleep 0.2
-	kill -0 "$child"
+	lives "$child" || fail "pid $child, in the child cgroup, was killed"
 	assert_rss_over "$child" 7000
 }
 

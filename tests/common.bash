@@ -94,9 +94,11 @@ bg_done() {
 # in_pidns SCRIPT [ARG...]: run a bash script in a pid namespace of its
 # own, where pid 1 and every pid are the test's own; the script gets
 # $1 = mrelease, $2 = the victim helper, $3 = the test's temporary
-# directory, then the ARGs, and can call wait_until (declared in it).
+# directory, then the ARGs, and can call wait_until and lives (declared
+# in it).
 in_pidns() {
-	unshare --pid --fork --mount-proc env PATH="$PATH" bash -c "$(declare -f wait_until)
+	unshare --pid --fork --mount-proc env PATH="$PATH" bash -c \
+		"$(declare -f wait_until sigkill_pending lives)
 $1" bash "$MRELEASE" "$MR_VICTIM" "$BATS_TEST_TMPDIR" "${@:2}"
 }
 
@@ -239,6 +241,21 @@ sigkill_pending() {
 		(((0x$mask & 0x100) != 0)) && return 0
 	done
 	return 1
+}
+
+# lives PID: PID runs on, and no SIGKILL was sent to it: it is there, not
+# a zombie, not exiting, and no SIGKILL is pending for it. Checked right
+# after a run has returned, it shows that the run killed nothing there,
+# with no time given for a kill to act: a SIGKILL the kernel accepted is
+# pending, being acted on (PF_EXITING) or done by then.
+lives() {
+	local stat
+	local -a f
+	! sigkill_pending "$1" 2>/dev/null || return 1
+	stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	read -ra f <<<"${stat##*) }"
+	# f[0] is the state, f[6] the flags, where PF_EXITING is 0x4.
+	[[ ${f[0]} != [ZX] ]] && ((!(f[6] & 0x4)))
 }
 
 # rss_under PID KB: PID still has an address space, and under KB KiB of it

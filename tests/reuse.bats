@@ -37,7 +37,7 @@ setup() {
 			for i in \$(seq 2000); do
 				"$victim" -r "$dir/b.\$i" </dev/null >/dev/null 2>&1 &
 				p=\$!
-				if [ "\$p" = "$a" ]; then echo "\$p" >"$dir/bpid"; exit 0; fi
+				if [ "\$p" = "$a" ]; then echo "\$p $dir/b.\$i" >"$dir/bpid"; exit 0; fi
 				kill -9 "\$p"; wait "\$p" 2>/dev/null
 			done
 			exit 1
@@ -47,10 +47,11 @@ setup() {
 			-ex "shell bash $dir/recycle" -ex delete -ex continue \
 			--args "$mr" --kill --json "$a" >"$dir/gdb.out" 2>"$dir/gdb.err"
 		[ -s "$dir/bpid" ] || { echo "pid $a did not come round" >&2; exit 1; }
-		b=$(cat "$dir/bpid")
-		for i in $(seq 100); do [ -s "$dir/b."* ] 2>/dev/null && break; sleep 0.05; done
-		sleep 0.2
-		kill -0 "$b" && echo "pid $b (the new process) lives"
+		read -r b bready <"$dir/bpid"
+		wait_until 200 test -s "$bready" || { echo "the new process did not get ready" >&2; exit 1; }
+		# mrelease has returned: a SIGKILL it had sent would be pending,
+		# or acted on, by now.
+		lives "$b" && echo "pid $b (the new process) lives"
 		grep "^{\"pid\"" "$dir/gdb.out"'
 	[ "$status" -ne 77 ] || skip "a pid namespace has no pid_max of its own here"
 	[ "$status" -eq 0 ] || fail "exit $status: $stderr; gdb said: $(cat "$BATS_TEST_TMPDIR"/gdb.*)"
