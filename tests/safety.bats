@@ -155,26 +155,35 @@ grandparent_in_pidns() {
 @test "contract 1: under --grace, what moves in or is forked during the grace dies at the write" {
 	need_v2
 	start_victim -m 2 -T -u
-	local a=$VPID
+	local a=$VPID c
 	make_cgroup "$V2"
 	join "$CG" "$a"
 	start_victim -m 2
 	local b=$VPID
-	shim_env "pidfd_send_signal:15:1:1"
-	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --grace 1.5 --json --cgroup "$CG"
-	# During the grace (the member's SIGTERM has gone out): an old process
-	# moves in, and the member forks.
+	# The grace begins with the TERM, which the member ignores, and a
+	# release tried at once, which the shim notes. It then lasts until the
+	# member exits (or 60 s): the test ends it, by killing the member, only
+	# once an old process has moved in and the member has forked, so both
+	# happen within it, however slow the machine.
+	shim_env "process_mrelease:*:1:1"
+	bg "${SHIM_ENV[@]}" "$MRELEASE" --kill --grace 60 --json --cgroup "$CG"
 	shim_wait
-	sleep 0.1
 	join "$CG" "$b"
 	kill -USR1 "$a"
 	wait_until 40 at_least 3 "$CG" || fail "no fork in the grace"
+	c=$(grep -vx -e "$a" -e "$b" "$CG/cgroup.procs")
+	[[ $c =~ ^[0-9]+$ ]] || fail "not one child forked: '$c'"
+	# Still in the grace: the run goes on, and the write, which would have
+	# killed the member, has not come.
+	{ kill -0 "$BG_PID" && lives "$a"; } || fail "the grace ended before the join and the fork"
+	kill -9 "$a"
 	bg_done 0
 	empty_cgroup "$CG"
-	gone "$a" || fail "pid $a lives"
 	gone "$b" || fail "pid $b lives"
+	gone "$c" || fail "pid $c, forked in the grace, lives"
 	json_ok '.cgroups[0].kill == "cgroup.kill" and .summary.failed == 0'
-	json_ok "any(.targets[]; .pid == $b)"
+	json_ok "(.targets[] | select(.pid == $a) | [.status, .signal]) == [\"exited\", \"TERM\"]"
+	json_ok "any(.targets[]; .pid == $b) and any(.targets[]; .pid == $c)"
 }
 
 @test "contract 1: a newcomer listed by two named cgroups is one target" {
