@@ -17,16 +17,18 @@ has_json() {
 		fail "expected one JSON document, got: ${output:-nothing}"
 }
 
-# json_get FILTER: apply a jq filter to the JSON mrelease printed.
+# json_get FILTER: apply a jq filter to the JSON mrelease printed. (It
+# returns at once without a document: where errexit is off, as in
+# "json_get ... || fail", jq -e would pass on empty input.)
 json_get() {
-	has_json
+	has_json || return 1
 	jq -er "$1" <<<"$output"
 }
 
 # json_ok FILTER: the JSON mrelease printed satisfies FILTER; on failure
 # the whole document is shown, not only the line.
 json_ok() {
-	has_json
+	has_json || return 1
 	jq -e "$1" <<<"$output" >/dev/null ||
 		fail "$(printf 'JSON fails %s:\n%s' "$1" "$(jq . <<<"$output")")"
 }
