@@ -35,7 +35,7 @@ setup() {
 	# Gone for good: nothing left in either cgroup shortly after.
 	wait_until 100 test ! -s "$cg/cgroup.procs" -a ! -s "$sub/cgroup.procs" ||
 		fail "still in the cgroups: $(cat "$cg/cgroup.procs" "$sub/cgroup.procs" | xargs)"
-	kill -0 "$sentinel"
+	lives "$sentinel"
 	assert_rss_over "$sentinel" 15000
 	# Never frozen: a frozen cgroup would keep new members from running.
 	assert_equal "$(cat "$cg/cgroup.freeze")" 0
@@ -52,7 +52,7 @@ setup() {
 	run -0 --separate-stderr "$MRELEASE" --dry-run --kill --json --cgroup "${cg#"$V2"/}"
 	json_ok ".cgroups[0].path == \"$cg\" and .targets[0].pid == $VPID"
 	json_ok ".targets[0].status == \"would kill\" and .targets[0].cgroup == \"$cg\""
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 @test "./x and ../x are from the working directory; a bare name both there and under the mount is ambiguous" {
@@ -247,7 +247,7 @@ v1_release() {
 		assert_equal "$stderr" "mrelease: ${c#*|}"
 		assert_output ""
 	done
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 @test "v2: a shell in a child cgroup named .hidden is found too: the cgroup is refused" {
@@ -259,7 +259,7 @@ v1_release() {
 		"$0" --kill --cgroup "$1"; echo "rc=$? alive" >&2' "$MRELEASE" "$CG" "$CG/.hidden"
 	assert_regex "$stderr" "rc=2 alive"
 	assert_regex "$stderr" "cgroup $CG holds pid [0-9]+ \\(bash\\), an ancestor of mrelease: refusing to kill it"
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 @test "v2: a cgroup frozen before the run is killed and left frozen" {

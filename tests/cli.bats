@@ -74,7 +74,7 @@ bad_cases=(
 		run -2 --separate-stderr "$MRELEASE" --kill ${args//VICTIM/$VPID}
 		[[ $stderr == "mrelease: "*"${want//VICTIM/$VPID}"* ]] || fail "case '$args': stderr was: $stderr"
 		assert_output ""
-		kill -0 "$VPID" || fail "case $args killed the victim"
+		lives "$VPID" || fail "case $args killed the victim"
 	done
 }
 
@@ -83,7 +83,7 @@ bad_cases=(
 	run -2 --separate-stderr "$MRELEASE" --dying "$VPID"
 	assert_equal "${stderr%%$'\n'*}" "mrelease: --dying selects the processes itself; give no PID (narrow it with --cgroup or --unit)"
 	assert_output ""
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 @test "pids separated by newlines in one argument, as \"\$(pgrep x)\" gives them, are taken" {
@@ -94,8 +94,8 @@ ${PIDS[1]}"
 	run -2 --separate-stderr "$MRELEASE" --kill "${PIDS[0]}
 x7"
 	assert_equal "${stderr%%$'\n'*}" "mrelease: 'x7': not a valid pid; to select processes by name, use: pgrep x7 | mrelease --kill -"
-	kill -0 "${PIDS[0]}"
-	kill -0 "${PIDS[1]}"
+	lives "${PIDS[0]}"
+	lives "${PIDS[1]}"
 }
 
 @test "--signal takes a name or number as kill -l writes them, in any case, with or without SIG" {
@@ -105,7 +105,7 @@ x7"
 		run -0 --separate-stderr "$MRELEASE" --dry-run --kill --grace 1 --signal "$s" --json "$VPID"
 		json_ok '.targets[0].status == "would kill"'
 	done
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 @test "a cgroup path outside the cgroup mounts, as pasted on a hybrid host, gets a suggestion" {
@@ -127,7 +127,7 @@ x7"
 	assert_equal "$stderr" "mrelease: standard input: '12ab': not a valid pid (1..4194304, or PID:INODE)"
 	run -2 --separate-stderr "$MRELEASE" --kill - <<<"$VPID 1234567890123456789012345678901234567890"
 	assert_regex "$stderr" "^mrelease: standard input: '1234567890123456789012345678901\\.\\.\\.': not a valid pid"
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 @test "a NUL byte on standard input is refused, not taken as the end of a pid" {
@@ -161,7 +161,7 @@ x7"
 	json_ok "[.targets[].pid] == [$VPID]"
 	run -1 --separate-stderr "$MRELEASE" -w5 --json "$VPID"
 	json_ok "[.targets[].pid] == [$VPID]"
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 @test "an empty pid argument, as \"\$(pgrep x)\" gives when nothing matched, selects nothing: exit 1" {
@@ -177,7 +177,7 @@ x7"
 	# The same as an empty standard input.
 	run -1 --separate-stderr "$MRELEASE" --kill - </dev/null
 	assert_equal "$stderr" "mrelease: no process selected"
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 @test "a pid named with two guards, on the command line or standard input, is a usage error" {
@@ -188,7 +188,7 @@ x7"
 	# Named twice alike is named once.
 	run -1 --separate-stderr "$MRELEASE" --json "$VPID" - <<<"$VPID"
 	json_ok "[.targets[].pid] == [$VPID]"
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 @test "--grace needs --kill" {
@@ -196,7 +196,7 @@ x7"
 	run -2 --separate-stderr "$MRELEASE" --grace 1 "$VPID"
 	assert_equal "${stderr%%$'\n'*}" "mrelease: --grace needs --kill: without it nothing is sent"
 	assert_output ""
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 @test "a name where a pid belongs gets a hint to use pgrep" {

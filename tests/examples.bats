@@ -88,7 +88,7 @@ run_example() {
 		assert_output "0::${UNIT_CG#"$V2"}"
 		run -0 --separate-stderr mrelease --dry-run --kill --cgroup "$output"
 		assert_line --regexp "^ *$VPID mr-victim .* would kill\$"
-		kill -0 "$VPID" ;;
+		lives "$VPID" ;;
 	*"docker inspect"*)
 		skip "needs Docker" ;;
 	'#!/bin/sh'$'\n'"out=\$(pgrep -f 'batch-worker'"*)
@@ -176,7 +176,7 @@ print(" ".join(c["securityContext"]["capabilities"]["add"]))' <<<"$ex"
 		cgroup_with_victim "$V2" -m 4
 		run -2 --separate-stderr env CG="$CG" bash -c "$ex"
 		assert_regex "$stderr" "holds pid [0-9]+ \\(bash\\), an ancestor of mrelease: refusing to kill it"
-		kill -0 "$VPID" ;;
+		lives "$VPID" ;;
 	'mrelease --kill --verbose --cgroup "$CG"')
 		cgroup_with_victim "$V2" -m 4
 		run -0 --separate-stderr env CG="$CG" bash -c "$ex"

@@ -109,7 +109,7 @@ setup() {
 	run -1 --separate-stderr "$MRELEASE" --dying --cgroup "$CG"
 	assert_equal "$stderr" "mrelease: no dying process"
 	assert_output ""
-	kill -0 "$VPID"
+	lives "$VPID"
 	freeze_victim "$VPID"
 	kill -9 "$VPID"
 	run -0 --separate-stderr "$MRELEASE" --dying --json --cgroup "$CG"
@@ -169,7 +169,7 @@ setup() {
 	kill -9 "$VPID"
 	run -0 --separate-stderr "$MRELEASE" --dry-run "$VPID"
 	assert_line --regexp "^ *$VPID mr-victim .* would release\$"
-	kill -0 "$live"
+	lives "$live"
 	assert_rss_over "$VPID" 3000
 }
 
@@ -189,8 +189,8 @@ setup() {
 	run -2 --separate-stderr bash -c 'echo $$ >"$2/cgroup.procs"; "$0" --dry-run --kill --cgroup "$2" "$1"; exit $?' \
 		"$MRELEASE" "${PIDS[0]}" "$a"
 	assert_regex "$stderr" "holds pid [0-9]+ \\(bash\\), an ancestor of mrelease: refusing to kill it"
-	kill -0 "${PIDS[0]}"
-	kill -0 "${PIDS[1]}"
+	lives "${PIDS[0]}"
+	lives "${PIDS[1]}"
 }
 
 @test "a dry run predicts a core dump under way as the real run decides: not released" {
@@ -238,7 +238,7 @@ setup() {
 	assert_equal "$stderr" "mrelease: pid $VPID: not exiting; use --kill"
 	run -1 --separate-stderr "$MRELEASE" "$VPID"
 	assert_equal "$stderr" "mrelease: pid $VPID: not exiting; use --kill"
-	kill -0 "$sharer"
+	lives "$sharer"
 }
 
 @test "a dry run states its plan and marks its JSON; a cgroup.kill it may not write fails as it would" {
@@ -260,7 +260,7 @@ setup() {
 	local dry=$output
 	run -1 --separate-stderr as_nobody "$MRELEASE" --kill --json --cgroup "$CG"
 	json_ok '.targets[0].status == "failed" and .targets[0].error == "cannot kill it: Permission denied" and .cgroups[0].kill == null'
-	kill -0 "$VPID"
+	lives "$VPID"
 	assert_equal "$(jq -c '[.targets[].error, .cgroups[].kill_error]' <<<"$dry")" \
 		"$(jq -c '[.targets[].error, .cgroups[].kill_error]' <<<"$output")"
 }

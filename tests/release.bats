@@ -56,7 +56,7 @@ setup() {
 	run -1 --separate-stderr "$MRELEASE" "$VPID"
 	assert_equal "$stderr" "mrelease: pid $VPID: not exiting; use --kill"
 	assert_line --regexp "^ *$VPID mr-victim .* failed\$"
-	kill -0 "$VPID"
+	lives "$VPID"
 	assert_rss_over "$VPID" 15000
 }
 
@@ -139,7 +139,7 @@ setup() {
 	[ "$tid" != "$VPID" ]
 	run -1 --separate-stderr "$MRELEASE" --kill "$tid"
 	assert_equal "$stderr" "mrelease: pid $tid: a thread of process $VPID, not a process"
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 @test "mrelease refuses its own pid" {
@@ -271,7 +271,7 @@ setup() {
 	assert_equal "$stderr" "mrelease: pid $VPID: cannot kill it: Operation not permitted"
 	run -1 --separate-stderr as_nobody "$MRELEASE" --kill --measure=none "$VPID"
 	assert_equal "$stderr" "mrelease: pid $VPID: cannot kill it: Operation not permitted"
-	kill -0 "$VPID"
+	lives "$VPID"
 	assert_rss_over "$VPID" 7000
 }
 
@@ -299,7 +299,7 @@ mrelease: pid $VPID: no process_mrelease here, and it did not exit within the wa
 	assert_equal "$stderr" "mrelease: pid $other: killed, but not released: its address space is shared with a live process (vfork or CLONE_VM)"
 	assert_equal "$(json_get '.targets[0].freed_kb')" null
 	# The kill went out; the memory is still there, held by the live one.
-	kill -0 "$VPID"
+	lives "$VPID"
 	assert_rss_over "$VPID" 7000
 }
 
@@ -321,7 +321,7 @@ mrelease: pid $VPID: no process_mrelease here, and it did not exit within the wa
 	[ "$ino" != null ] || skip "pidfds have no inode of their own before Linux 6.9"
 	run -1 --separate-stderr "$MRELEASE" --kill "$VPID:$((ino + 1))"
 	assert_equal "$stderr" "mrelease: pid $VPID: not the process with pidfs inode $((ino + 1)); the pid was reused"
-	kill -0 "$VPID"
+	lives "$VPID"
 	run -0 --separate-stderr "$MRELEASE" --kill --json "$VPID:$ino"
 	assert_regex "$(json_get '.targets[0].status')" '^(released|exited)$'
 }

@@ -90,7 +90,7 @@ grandparent_in_pidns() {
 	assert_line rc=2
 	assert_line gp-lived
 	assert_regex "$stderr" "belongs to another pid namespace"
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 # --- the roots of the hierarchies -------------------------------------------
@@ -108,7 +108,7 @@ grandparent_in_pidns() {
 		[[ $stderr == "mrelease: cgroup '$r' is /"*", the root of the cgroup"*" hierarchy: it holds every process of the system; refusing it (to release every dying process, use --dying alone)" ]] ||
 			fail "'$r': $stderr"
 	done
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 # --- contract 1: v2, one write to cgroup.kill --------------------------------
@@ -147,7 +147,7 @@ grandparent_in_pidns() {
 	join "$CG" "$b"
 	bg_done 0
 	shim_fired
-	kill -0 "$b"
+	lives "$b"
 	json_ok "[.targets[].pid] == [$a] and .targets[0].status == \"released\""
 	json_ok '.cgroups[0].kill == "cgroup.kill"'
 }
@@ -228,7 +228,7 @@ grandparent_in_pidns() {
 	bg_done
 	shim_fired
 	assert_equal "$BG_STATUS" 0
-	kill -0 "$b"
+	lives "$b"
 	json_ok "[.targets[].pid] == [$a] and .summary.left_out == 1 and .summary.failed == 0"
 	assert_regex "$stderr" "pid $b \\(mr-victim\\): left out: left its cgroup before the kill"
 }
@@ -322,7 +322,7 @@ rm_deep() {
 	shim_wait
 	join "$CG" "$b"
 	bg_done 0
-	kill -0 "$b"
+	lives "$b"
 	json_ok "[.targets[].pid] == [$a]"
 }
 
@@ -379,7 +379,7 @@ rm_deep() {
 	join "$CG" "${PIDS[1]}"
 	run -0 --separate-stderr "$MRELEASE" --kill --no-recursive --json --cgroup "$parent"
 	json_ok "[.targets[].pid] == [${PIDS[0]}] and .cgroups[0].kill == \"until empty\""
-	kill -0 "${PIDS[1]}"
+	lives "${PIDS[1]}"
 }
 
 @test "contract 2: a member whose membership cannot be read is not killed: not empty, exit 1" {
@@ -390,7 +390,7 @@ rm_deep() {
 	shim_env "openat:/proc/*/cgroup:-12:0"
 	run -1 --separate-stderr "${SHIM_ENV[@]}" "$MRELEASE" --kill --json --cgroup "$CG"
 	shim_fired
-	kill -0 "$VPID"
+	lives "$VPID"
 	assert_regex "$stderr" "pid $VPID: cannot tell whether it is still in its cgroup: Cannot allocate memory; not signalled"
 	assert_regex "$stderr" "cgroup $CG: not empty after 1 listings: 1 member could not be killed"
 	json_ok '.cgroups[0].kill == null and .cgroups[0].remaining == 1'
@@ -407,7 +407,7 @@ rm_deep() {
 	assert_regex "$stderr" "mrelease: cgroup $CG: its kill failed: Permission denied"
 	json_ok '.cgroups[0].kill == null and .cgroups[0].kill_error == "Permission denied"'
 	json_ok '.targets[0].status == "failed" and .targets[0].signal == null'
-	kill -0 "$VPID"
+	lives "$VPID"
 	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 	# Round 2's listing fails after round 1 killed the member: not emptied.
 	start_victim -m 1
@@ -437,7 +437,7 @@ rm_deep() {
 			echo "rc=${PIPESTATUS[0]} alive" >&2' "$MRELEASE" "$CG" "$BATS_TEST_TMPDIR"
 		assert_regex "$stderr" "rc=2 alive"
 		assert_regex "$stderr" "mrelease: cgroup $CG holds pid [0-9]+ \\(bash\\), an ancestor of mrelease: refusing to kill it; run mrelease from outside this cgroup, e.g. from another shell or with systemd-run --scope"
-		kill -0 "$VPID"
+		lives "$VPID"
 		[ ! -s "$BATS_TEST_TMPDIR/tee.out" ]
 	done
 }
@@ -449,7 +449,7 @@ rm_deep() {
 	join "$CG" "$VPID"
 	run -2 --separate-stderr unshare --pid --fork --mount-proc "$MRELEASE" --kill --cgroup "$CG"
 	assert_equal "$stderr" "mrelease: cgroup $CG holds processes outside mrelease's pid namespace, whose ancestry it cannot check: refusing to kill it; run mrelease in the pid namespace that sees them all, e.g. on the host"
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 @test "contract 3: from inside a pid namespace, a cgroup that holds its pid 1 is refused" {
@@ -465,7 +465,7 @@ rm_deep() {
 	# is no ancestor of it, and is refused as pid 1.
 	run -2 --separate-stderr nsenter -t "$init" -p -m "$MRELEASE" --kill --cgroup "$CG"
 	assert_equal "$stderr" "mrelease: cgroup $CG holds pid 1 of mrelease's pid namespace: refusing to kill it; run mrelease from the pid namespace above, e.g. on the host, where that process is not pid 1"
-	kill -0 "$init"
+	lives "$init"
 }
 
 @test "contract 3: from a nested pid namespace, a v1 cgroup is refused: its listing hides the rest" {
@@ -475,7 +475,7 @@ rm_deep() {
 	join "$CG" "$VPID"
 	run -2 --separate-stderr unshare --pid --fork --mount-proc "$MRELEASE" --kill --cgroup "$CG"
 	assert_equal "$stderr" "mrelease: cgroup $CG is a v1 cgroup, and mrelease does not run in the initial pid namespace (or cannot tell): a v1 listing leaves out the processes a nested one cannot see: refusing to kill it; run mrelease in the initial pid namespace, e.g. on the host"
-	kill -0 "$VPID"
+	lives "$VPID"
 	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 }
 
@@ -502,7 +502,7 @@ joins_during() {
 	shim_fired
 	assert_regex "$stderr" "rc=2 alive"
 	assert_regex "$stderr" "cgroup $CG holds pid [0-9]+ \\(bash\\), an ancestor of mrelease: refusing to kill it"
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 @test "contract 3: v1, the caller's shell joining between two listings stops the run there: report, exit 2" {
@@ -540,7 +540,7 @@ joins_during() {
 	json_ok "[.targets[] | select(.pid == $VPID and .signal == null and .status == \"failed\" and .error == \"not killed: the run stopped at a cgroup it refused\")] | length == 1"
 	json_ok '.cgroups[0].kill_error == "refused"'
 	assert_rss_under "$named" 1024
-	kill -0 "$VPID"
+	lives "$VPID"
 	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 }
 
@@ -563,7 +563,7 @@ joins_during() {
 	json_ok "[.targets[] | select(.pid == $VPID and .status == \"failed\" and .signal == null)] | length == 1"
 	json_ok '.cgroups[0].kill == "cgroup.kill" and .cgroups[1].kill_error == "refused"'
 	assert_rss_under "$a" 1024
-	kill -0 "$VPID"
+	lives "$VPID"
 	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 }
 
@@ -577,7 +577,7 @@ joins_during() {
 	assert_regex "$stderr" "stopped there, sending nothing more"
 	refute_regex "$stderr" "sending KILL"
 	json_ok ".targets[0].pid == $VPID and .targets[0].signal == \"TERM\" and .targets[0].status == \"failed\""
-	kill -0 "$VPID"
+	lives "$VPID"
 	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 }
 
@@ -613,8 +613,8 @@ joins_during() {
 	shim_wait
 	kill -INT "$BG_PID"
 	bg_done 130
-	kill -0 "${PIDS[0]}"
-	kill -0 "${PIDS[1]}"
+	lives "${PIDS[0]}"
+	lives "${PIDS[1]}"
 	json_ok '[.targets[].status] == ["interrupted", "interrupted"] and all(.targets[]; .signal == null)'
 }
 
@@ -629,7 +629,7 @@ joins_during() {
 	shim_wait
 	kill -INT "$BG_PID"
 	bg_done 130
-	kill -0 "$VPID"
+	lives "$VPID"
 	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 	json_ok '.targets[0].status == "interrupted" and .targets[0].signal == null'
 }
@@ -644,7 +644,7 @@ joins_during() {
 	shim_wait
 	kill -TERM "$BG_PID"
 	bg_done 143
-	kill -0 "$VPID"
+	lives "$VPID"
 	! sigkill_pending "$VPID" || fail "pid $VPID was sent SIGKILL"
 	json_ok '.targets[0].status == "interrupted" and .targets[0].signal == "TERM"'
 }
@@ -660,7 +660,7 @@ joins_during() {
 	json_ok '[.targets[] | select(.status == "interrupted" and .signal == null)] | length == 2'
 	local alive=0 p
 	for p in "${PIDS[@]}"; do
-		kill -0 "$p" 2>/dev/null && ! sigkill_pending "$p" && alive=$((alive + 1))
+		lives "$p" && alive=$((alive + 1))
 	done
 	assert_equal "$alive" 2
 }
@@ -854,5 +854,5 @@ in_pids_cgroup() {
 		assert_equal "$stderr" "$bin: refusing to run set-user-ID, set-group-ID or with file capabilities: it would let anyone kill any process; run it as root, e.g. with sudo"
 		assert_output ""
 	done
-	kill -0 "$VPID"
+	lives "$VPID"
 }

@@ -36,7 +36,7 @@ memcheck() {
 	assert_output --partial "pid $VPID: "
 	memcheck --kill --json --measure=status "$VPID" "$VPID"
 	assert_equal "$status" 1
-	kill -0 "$VPID"
+	lives "$VPID"
 }
 
 @test "valgrind: pids from standard input" {
