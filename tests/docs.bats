@@ -8,9 +8,7 @@ COMPLETION="$MR_SOURCE_DIR/completions/mrelease"
 BASH_COMPLETION=/usr/share/bash-completion/bash_completion
 
 teardown() {
-	kill_victims
-	# Only ever empty cgroups that the test made itself (make_cgroup).
-	clean_cgroups
+	common_teardown
 	if [ -n "${TMUX_SOCKET:-}" ]; then
 		tmux -S "$TMUX_SOCKET" kill-server 2>/dev/null
 		rm -f "$TMUX_SOCKET"
