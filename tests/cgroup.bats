@@ -296,7 +296,7 @@ v1_release() {
 	assert_regex "$stderr" "[0-9]+ waves: at most 4 pidfds fit at once under the limit on open files"
 	local p
 	for p in "${PIDS[@]}"; do
-		rss_under "$p" 1024 || fail "pid $p still holds $(rss_kb "$p") KiB"
+		assert_rss_under "$p" 1024
 	done
 	clean_cgroups
 	make_cgroup "$V2"

@@ -172,9 +172,12 @@ print(" ".join(c["securityContext"]["capabilities"]["add"]))' <<<"$ex"
 		assert_rss_under "${PIDS[1]}" 1024 ;;
 	'CG=/sys/fs/cgroup/unified/mrelease-readme')
 		;;
-	"bash -c 'echo \$\$ > \"\$1/cgroup.procs\"; mrelease --kill --cgroup \"\$1\"' bash \"\$CG\"")
+	"bash -c 'echo \$\$ > \"\$1/cgroup.procs\"; mrelease --kill --cgroup \"\$1\"; echo \"exit \$?\"' bash \"\$CG\"")
+		# The echo keeps bash the parent (bash runs a last command in its
+		# own place): mrelease refuses the cgroup for holding an ancestor.
 		cgroup_with_victim "$V2" -m 4
-		run -2 --separate-stderr env CG="$CG" bash -c "$ex"
+		run -0 --separate-stderr env CG="$CG" bash -c "$ex"
+		assert_output "exit 2"
 		assert_regex "$stderr" "holds pid [0-9]+ \\(bash\\), an ancestor of mrelease: refusing to kill it"
 		lives "$VPID" ;;
 	'mrelease --kill --verbose --cgroup "$CG"')

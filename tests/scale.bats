@@ -69,12 +69,7 @@ max_rss_kb() {
 	run -0 --separate-stderr std_fds_only without_cap sys_resource prlimit --nofile=64:64 \
 		"$MRELEASE" --kill --quiet - <"$BATS_TEST_TMPDIR/pids"
 	assert_equal "$stderr" ""
-	local p alive=0
-	for p in "${SLEEPERS[@]}"; do
-		wait_until 100 bash -c "! kill -0 $p 2>/dev/null || grep -q '^State:.*Z' /proc/$p/status" ||
-			alive=$((alive + 1))
-	done
-	assert_equal "$alive" 0
+	wait_gone "${SLEEPERS[@]}"
 }
 
 @test "every pidfd is closed by the end, and 2000 targets fit a low soft limit" {

@@ -13,7 +13,6 @@ load common
 
 setup() {
 	need_root
-	V2=$(cgroup2_mount)
 }
 
 # limited N COMMAND...: run COMMAND with a limit of N open files it cannot
@@ -30,7 +29,7 @@ all_released() {
 	local p
 	for p in "${PIDS[@]}"; do
 		kill -0 "$p" || fail "pid $p is gone: a frozen victim should still be there"
-		rss_under "$p" 1024 || fail "pid $p still holds $(rss_kb "$p") KiB"
+		assert_rss_under "$p" 1024
 	done
 }
 
@@ -65,7 +64,7 @@ all_released() {
 		"$(jq -c '[.targets[] | [.pid, .status]]' <<<"$output")"
 	local p
 	for p in "${PIDS[@]}"; do
-		kill -0 "$p"
+		lives "$p"
 	done
 }
 
