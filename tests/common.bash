@@ -104,15 +104,15 @@ in_pidns() {
 $1" bash "$MRELEASE" "$MR_VICTIM" "$BATS_TEST_TMPDIR" "${@:2}"
 }
 
-# dying_in_pidns SCRIPT: --dying takes every dying process it can see, so
-# it runs where the only ones are the test's. SCRIPT runs as in in_pidns,
-# with $D a victim of 16 MiB frozen and then sent SIGKILL (dying, its
-# memory held) and $L a frozen victim of 4 MiB that was not. Their VmRSS
-# in KiB as SCRIPT left them ("none" for one that had none to read) is
-# then in $BATS_TEST_TMPDIR/rss, for dying_rss, and they are thawed, so
-# that the namespace can end. Call freezer_cgroup first (not within run,
-# which is a subshell).
-dying_in_pidns() {
+# frozen_in_pidns SCRIPT [ARG...]: --dying and --follow take every dying
+# process they can see, so they run where the only ones are the test's.
+# SCRIPT runs as in in_pidns, with $D a victim of 16 MiB and $L one of
+# 4 MiB, both frozen, neither killed; $4 is the freezer, then the ARGs.
+# Their VmRSS in KiB as SCRIPT left them ("none" for one that had none to
+# read) is then in $BATS_TEST_TMPDIR/rss, for dying_rss, and they are
+# thawed, so that the namespace can end. Call freezer_cgroup first (not
+# within run, which is a subshell).
+frozen_in_pidns() {
 	[ -n "${FREEZER:-}" ] || return 1
 	in_pidns '
 		rss() {
@@ -128,17 +128,23 @@ dying_in_pidns() {
 		echo $D >"$4/cgroup.procs" && echo $L >"$4/cgroup.procs" &&
 			echo FROZEN >"$4/freezer.state" || exit 99
 		wait_until 100 grep -qx FROZEN "$4/freezer.state" || exit 98
-		kill -9 $D
-		'"$1" "$FREEZER"
+		'"$1" "$FREEZER" "${@:2}"
 }
 
-# dying_rss: the VmRSS that dying_in_pidns read for its victims, in
+# dying_in_pidns SCRIPT: as frozen_in_pidns, with $D sent SIGKILL first
+# (dying, its memory held).
+dying_in_pidns() {
+	frozen_in_pidns 'kill -9 $D
+		'"$1"
+}
+
+# dying_rss: the VmRSS that frozen_in_pidns read for its victims, in
 # DYING_KB and LIVING_KB; fail if either had none to read (a victim gone
 # by then shows nothing about a release).
 dying_rss() {
 	read -r DYING_KB LIVING_KB <"$BATS_TEST_TMPDIR/rss" || true
 	[[ $DYING_KB =~ ^[0-9]+$ && $LIVING_KB =~ ^[0-9]+$ ]] ||
-		fail "no VmRSS read for the victims of dying_in_pidns: '$(cat "$BATS_TEST_TMPDIR/rss")'"
+		fail "no VmRSS read for the victims of frozen_in_pidns: '$(cat "$BATS_TEST_TMPDIR/rss")'"
 }
 
 # has_cap N: the tests run with capability number N (a sandbox may lack

@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
 # follow.bats: mrelease --follow, the service. Every run of it is inside a
 # pid namespace of the test's own (a sweep releases whatever is dying there,
-# and sees nothing else), with the test's own victims: $D, frozen and then
-# killed by the test (dying, its memory held), and $L, frozen and not killed.
+# and sees nothing else), with the test's own victims (frozen_in_pidns): $D,
+# frozen and then killed by the test (dying, its memory held), and $L,
+# frozen and not killed.
 
 bats_require_minimum_version 1.5.0
 load common
@@ -11,41 +12,15 @@ setup() {
 	need_root
 }
 
-# follow_in_pidns SCRIPT [ARG...]: run SCRIPT as in_pidns does, with $D and
-# $L started and frozen (see above; $D is not killed yet: SCRIPT does that),
-# $4 the freezer, $5... the ARGs. Their VmRSS as SCRIPT left them, "D L", is then in
-# $BATS_TEST_TMPDIR/rss. Call freezer_cgroup first.
-follow_in_pidns() {
-	[ -n "${FREEZER:-}" ] || return 1
-	in_pidns '
-		rss() { awk '\''/^VmRSS/ { print $2 }'\'' "/proc/$1/status"; }
-		# wait_for TRIES COMMAND...: poll every 0.05 s, bounded.
-		wait_for() {
-			local i n=$1
-			shift
-			for ((i = 0; i < n; i++)); do "$@" && return 0; sleep 0.05; done
-			return 1
-		}
-		trap '\''echo "$(rss $D) $(rss $L)" >"$3/rss"
-			echo THAWED >"$4/freezer.state"'\'' EXIT
-		"$2" -m 16 -r "$3/d" & D=$!
-		"$2" -m 4 -r "$3/l" & L=$!
-		wait_for 200 test -s "$3/d" -a -s "$3/l" || exit 97
-		echo $D >"$4/cgroup.procs" && echo $L >"$4/cgroup.procs" &&
-			echo FROZEN >"$4/freezer.state" || exit 99
-		wait_for 100 grep -qx FROZEN "$4/freezer.state" || exit 98
-		'"$1" "$FREEZER" "${@:2}"
-}
-
 @test "--follow --interval: a victim killed by another is released within 2 s, said once; the living untouched; SIGTERM ends it at once, exit 0" {
 	freezer_cgroup
-	run -0 --separate-stderr follow_in_pidns '
+	run -0 --separate-stderr frozen_in_pidns '
 		out=$3/out
 		"$1" --follow --interval 0.5 >"$out" 2>"$3/err" & F=$!
-		wait_for 40 test -s "$out" || exit 96
+		wait_until 40 test -s "$out" || exit 96
 		kill -9 $D
 		killed=$(date +%s%N)
-		wait_for 40 grep -q " $D mr-victim .* released$" "$out" || exit 95
+		wait_until 40 grep -q " $D mr-victim .* released$" "$out" || exit 95
 		echo $(( ($(date +%s%N) - killed) / 1000000 )) >"$3/ms"
 		# Three more sweeps at least: the victim stays dying (frozen).
 		sleep 1.6
@@ -53,13 +28,13 @@ follow_in_pidns() {
 		kill -TERM $F
 		wait $F
 		echo "$? $(( ($(date +%s%N) - start) / 1000000 ))" >"$3/end"'
-	local d l ms status took
-	read -r d l <"$BATS_TEST_TMPDIR/rss"
+	local ms status took
+	dying_rss
 	ms=$(cat "$BATS_TEST_TMPDIR/ms")
 	read -r status took <"$BATS_TEST_TMPDIR/end"
 	[ "$ms" -lt 2000 ] || fail "released ${ms} ms after the kill"
-	[ "$d" -lt 1024 ] || fail "the dying victim still holds $d KiB"
-	[ "$l" -gt 3000 ] || fail "the living victim holds $l KiB"
+	((DYING_KB < 1024)) || fail "the dying victim still holds $DYING_KB KiB"
+	((LIVING_KB > 3000)) || fail "the living victim holds $LIVING_KB KiB"
 	assert_equal "$status" 0
 	[ "$took" -lt 1000 ] || fail "SIGTERM took $took ms to end it"
 	run -0 cat "$BATS_TEST_TMPDIR/out"
@@ -71,11 +46,11 @@ follow_in_pidns() {
 
 @test "--follow --json: NDJSON, a release object as in the one-shot document, a sweep object each, the summary last" {
 	freezer_cgroup
-	run -0 --separate-stderr follow_in_pidns '
+	run -0 --separate-stderr frozen_in_pidns '
 		"$1" --follow --json --interval 0.3 >"$3/out" 2>"$3/err" & F=$!
 		kill -9 $D
-		wait_for 60 grep -q "\"type\":\"release\"" "$3/out" || exit 95
-		wait_for 60 grep -q "\"sweep\":5," "$3/out" || exit 94
+		wait_until 60 grep -q "\"type\":\"release\"" "$3/out" || exit 95
+		wait_until 60 grep -q "\"sweep\":5," "$3/out" || exit 94
 		kill -INT $F
 		wait $F'
 	output=$(cat "$BATS_TEST_TMPDIR/out")
@@ -98,25 +73,23 @@ follow_in_pidns() {
 
 @test "--follow --dry-run says what each sweep would release, and releases nothing" {
 	freezer_cgroup
-	run -0 --separate-stderr follow_in_pidns '
+	run -0 --separate-stderr frozen_in_pidns '
 		kill -9 $D
 		"$1" --follow --dry-run --json --interval 0.3 >"$3/out" 2>"$3/err" & F=$!
-		wait_for 60 grep -q "\"sweep\":3," "$3/out" || exit 94
+		wait_until 60 grep -q "\"sweep\":3," "$3/out" || exit 94
 		kill -TERM $F
 		wait $F'
 	output=$(cat "$BATS_TEST_TMPDIR/out")
 	jq -se 'map(select(.type == "release")) | length == 1 and .[0].status == "would release"' \
 		<<<"$output" >/dev/null || fail "$output"
-	local d l
-	read -r d l <"$BATS_TEST_TMPDIR/rss"
-	[ "$d" -gt 15000 ] || fail "the dry run released $d KiB"
+	dying_rss
+	((DYING_KB > 15000)) || fail "the dry run released: $DYING_KB KiB left"
 }
 
 @test "--follow idle costs nothing: under 10 ms of CPU in 3 s, with no trigger" {
 	freezer_cgroup
-	run -0 --separate-stderr follow_in_pidns '
+	run -0 --separate-stderr frozen_in_pidns '
 		"$1" --follow --quiet --pressure "full 9000000 10000000" 2>"$3/err" & F=$!
-		wait_for 40 test -d /proc/$F || exit 93
 		sleep 0.5
 		read -r a _ </proc/$F/schedstat
 		sleep 3
@@ -132,12 +105,12 @@ follow_in_pidns() {
 
 @test "--follow keeps its memory flat: RSS after 1000 sweeps within 1 MiB of after 10" {
 	freezer_cgroup
-	run -0 --separate-stderr follow_in_pidns '
+	run -0 --separate-stderr frozen_in_pidns '
 		kill -9 $D
 		"$1" --follow --json --interval 0.001 >"$3/out" 2>"$3/err" & F=$!
-		wait_for 200 grep -q "\"sweep\":10," "$3/out" || exit 94
+		wait_until 200 grep -q "\"sweep\":10," "$3/out" || exit 94
 		rss $F >"$3/at10"
-		wait_for 1200 grep -q "\"sweep\":1000," "$3/out" || exit 93
+		wait_until 1200 grep -q "\"sweep\":1000," "$3/out" || exit 93
 		rss $F >"$3/at1000"
 		kill -TERM $F
 		wait $F'
@@ -162,14 +135,14 @@ follow_in_pidns() {
 	make_cgroup "$mem"
 	mc=$CG
 	echo 8M >"$mc/memory.limit_in_bytes"
-	run -0 --separate-stderr follow_in_pidns '
+	run -0 --separate-stderr frozen_in_pidns '
 		"$1" --follow --json --pressure "some 10000 2000000" >"$3/out" 2>"$3/err" & F=$!
 		kill -9 $D
 		for ((i = 0; i < 10; i++)); do
 			grep -q "\"trigger\":\"pressure\"" "$3/out" && break
 			bash -c "echo \$\$ >$5/cgroup.procs; dd if=/dev/zero of=$3/thrash bs=1M count=64 status=none; cat $3/thrash >/dev/null"
 		done
-		wait_for 60 grep -q "\"type\":\"release\"" "$3/out" || exit 95
+		wait_until 60 grep -q "\"type\":\"release\"" "$3/out" || exit 95
 		kill -TERM $F
 		wait $F' "$mc"
 	output=$(cat "$BATS_TEST_TMPDIR/out")
