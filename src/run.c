@@ -252,9 +252,12 @@ int mr_make_room(struct mr_act *a)
 }
 
 /* The next wave opened, after the last one's pidfds were closed: its
- * size, 0 when there is nothing left to open, or -errno. */
+ * size, 0 when there is nothing left to open, or -errno. The last wave's
+ * stay open for the exits waited for before the counters are read. */
 static ssize_t next_wave(struct mr_act *a, bool named_only)
 {
+	if (!mr_picks_left(a, named_only))
+		return 0;
 	mr_close_done(a);
 	a->read_left_us = (int64_t)MR_READ_BOUND_MS * 1000;
 	return mr_open_wave(a, named_only);

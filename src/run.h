@@ -93,6 +93,7 @@ int mr_make_room(struct mr_act *a);
 
 /* select.c */
 int mr_select(struct mr_act *a, const struct mr_pidlist *named);
+bool mr_picks_left(struct mr_act *a, bool named_only);
 ssize_t mr_open_wave(struct mr_act *a, bool named_only);
 struct mr_pick *mr_find_pick(struct mr_act *a, pid_t pid);
 struct mr_pick *mr_pending(struct mr_act *a, pid_t pid);

@@ -222,6 +222,19 @@ struct mr_pick *mr_pending(struct mr_act *a, pid_t pid)
 	return p && !p->opened ? p : NULL;
 }
 
+/* Whether a pick is left for a wave to open (with named_only, one named
+ * by pid alone); the cursor goes past those there is nothing left to do
+ * with. */
+bool mr_picks_left(struct mr_act *a, bool named_only)
+{
+	size_t *next = named_only ? &a->next_named : &a->next;
+
+	while (*next < a->npicks &&
+	       (a->picks[*next].opened || (named_only && !a->picks[*next].named)))
+		++*next;
+	return *next < a->npicks;
+}
+
 /* The next wave: the picks not opened yet, in pid order (with named_only,
  * those named by pid alone), opened while the room lasts. How many were
  * opened, or -errno. When not one fits, every pick left fails, with the
