@@ -379,9 +379,10 @@ static int open_killed(struct mr_act *a, int c, struct listed *x)
 				a->room++;
 			}
 		} else if (x->fds[i] >= 0 || a->room || !(r = mr_make_room(a))) {
+			/* In the listing just before c's write, which killed it. */
 			if (!(r = open_listed(a, c, x->l.v[i].pid, x->fds[i], &t)) && t &&
 			    mr_target_to_kill(t))
-				settle_member(a, t);
+				mr_target_signalled(t, SIGKILL);
 		}
 		x->fds[i] = NOT_NEW;
 	}

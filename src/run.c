@@ -324,7 +324,6 @@ static int kill_run(struct mr_act *a)
 	if (whole || r || run->interrupted || run->refused.what || !run->ncgroups)
 		return r;
 	say_no_grace(a);
-	mr_begin(a);
 	if ((r = mr_kill_cgroups(a)) == -ECANCELED)
 		mr_stop_rest(run);
 	if (run->interrupted)
@@ -345,8 +344,10 @@ static int release_run(struct mr_act *a)
 	int r = 0;
 
 	while (!r && !run->interrupted && (n = next_wave(a, false))) {
-		if (n < 0 || (r = mr_read_before(a)))
-			r = n < 0 ? (int)n : r;
+		if (n < 0)
+			r = (int)n;
+		else if ((r = mr_read_before(a)))
+			break;
 		else if (run->cfg.dry_run)
 			mr_predict(a);
 		else
