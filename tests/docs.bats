@@ -297,7 +297,7 @@ tmux_clear() {
 
 @test "completion: --grace, --wait, -g, -w and -h are offered, --force is not" {
 	need_bash_completion
-	# 0.3.0 keeps --force only to say that it is gone.
+	# Since 0.3.0, --force is kept only to say that it is gone.
 	assert_candidates "mrelease --fo" --follow
 	assert_candidates "mrelease --gr" --grace=
 	# --wait needs its value now: no blank after "=".
