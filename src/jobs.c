@@ -258,15 +258,21 @@ int mr_run_jobs(struct mr_act *a, enum mr_job_kind kind, const size_t *items, si
 	size_t window = !run->threads ? 1 : kind == MR_JOB_READ ? n :
 			(size_t)run->threads * MR_JOBS_PER_THREAD + (a->room < n ? a->room : n);
 	struct job **out = calloc(window ? window : 1, sizeof(*out));
+	struct mr_job **base = calloc(window ? window : 1, sizeof(*base));
 	size_t next = 0, busy = 0;
 
-	if (!out)
+	if (!out || !base) {
+		free(out);
+		free(base);
 		return mr_fatal(run, -ENOMEM, "job list");
+	}
 	while (next < n || busy) {
 		int64_t wake, now = mr_now_us();
 		struct mr_job *done;
 		enum give_up why;
 		int step, r;
+
+		size_t first = busy;
 
 		while (next < n && busy < window) {
 			struct job *j = job_new(a, kind, items[next]);
@@ -278,10 +284,12 @@ int mr_run_jobs(struct mr_act *a, enum mr_job_kind kind, const size_t *items, si
 			next++;
 			if (j) {
 				j->slot = busy;
-				out[busy++] = j;
-				mr_pool_submit(a->pool, &j->base);
+				out[busy] = j;
+				base[busy++] = &j->base;
 			}
 		}
+		if (busy > first)
+			mr_pool_submit(a->pool, &base[first], busy - first);
 		if (!busy)
 			break;
 		wake = now + (int64_t)MR_READ_BOUND_MS * 1000;
@@ -289,7 +297,10 @@ int mr_run_jobs(struct mr_act *a, enum mr_job_kind kind, const size_t *items, si
 		for (size_t i = 0; kind == MR_JOB_RELEASE && i < busy; i++)
 			if (overdue_at(run, out[i], &step) < wake)
 				wake = overdue_at(run, out[i], &step);
-		r = mr_pool_collect(a->pool, deadline < wake ? deadline : wake, &run->cfg.waitmask, &done);
+		/* Woken for each job done while there are more to hand out, else
+		 * once all are. */
+		r = mr_pool_collect(a->pool, next < n ? 1 : (unsigned int)busy,
+				    deadline < wake ? deadline : wake, &run->cfg.waitmask, &done);
 		for (struct mr_job *d = done, *dn; d; d = dn) {
 			struct job *j = (struct job *)d;
 
@@ -327,6 +338,7 @@ int mr_run_jobs(struct mr_act *a, enum mr_job_kind kind, const size_t *items, si
 		}
 	}
 	free(out);
+	free(base);
 	return 0;
 }
 

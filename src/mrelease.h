@@ -448,9 +448,9 @@ struct mr_pool;
 int mr_pool_start(struct mr_pool **p, unsigned int threads, const struct mr_sched *s,
 		  unsigned int *started, int *errnum);
 void mr_pool_ready(struct mr_pool *p, int *nice_err, int *affinity_err);
-void mr_pool_submit(struct mr_pool *p, struct mr_job *job);
-int mr_pool_collect(struct mr_pool *p, int64_t deadline_us, const sigset_t *mask,
-		    struct mr_job **done);
+void mr_pool_submit(struct mr_pool *p, struct mr_job **jobs, size_t n);
+int mr_pool_collect(struct mr_pool *p, unsigned int want, int64_t deadline_us,
+		    const sigset_t *mask, struct mr_job **done);
 void mr_pool_abandon(struct mr_pool *p, struct mr_job *job);
 unsigned int mr_pool_live(struct mr_pool *p);
 void mr_pool_stop(struct mr_pool *p);

@@ -53,6 +53,8 @@ struct mr_pool {
 	struct mr_sched sched;
 	struct mr_job *queue, **tail; /* waiting to run */
 	struct mr_job *done;          /* done, not collected yet */
+	unsigned int ndone, want;     /* done, not collected; how many the main
+				       * thread waits for */
 	struct slot *slots;
 	unsigned int threads, ready, lost, replacements, idle;
 	int nice_err, affinity_err;
@@ -127,11 +129,11 @@ static void *worker(void *arg)
 		}
 		job->state = JOB_DONE;
 		job->next = p->done;
-		/* The main thread takes every job done at once: only the first
-		 * since it last took them needs to wake it. */
-		if (!p->done)
-			eventfd_write(p->efd, 1);
 		p->done = job;
+		/* The main thread takes every job done at once, when as many are
+		 * done as it waits for: one wakeup for a batch, not one a job. */
+		if (++p->ndone == p->want)
+			eventfd_write(p->efd, 1);
 	}
 	if (self->detached)
 		put(p);
@@ -208,15 +210,20 @@ void mr_pool_ready(struct mr_pool *p, int *nice_err, int *affinity_err)
 		mr_sched_apply(&p->sched, nice_err, affinity_err);
 }
 
-void mr_pool_submit(struct mr_pool *p, struct mr_job *job)
+/* Queue the n jobs at once: one lock, and one wakeup of the threads. */
+void mr_pool_submit(struct mr_pool *p, struct mr_job **jobs, size_t n)
 {
 	pthread_mutex_lock(&p->lock);
-	job->next = NULL;
-	job->state = JOB_QUEUED;
-	*p->tail = job;
-	p->tail = &job->next;
-	/* A thread that is waiting takes it; one that is busy will. */
-	if (p->idle)
+	for (size_t i = 0; i < n; i++) {
+		jobs[i]->next = NULL;
+		jobs[i]->state = JOB_QUEUED;
+		*p->tail = jobs[i];
+		p->tail = &jobs[i]->next;
+	}
+	/* The threads that are waiting take them; those that are busy will. */
+	if (p->idle && n > 1)
+		pthread_cond_broadcast(&p->cond);
+	else if (p->idle && n)
 		pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 }
@@ -240,13 +247,15 @@ static void run_inline(struct mr_pool *p)
 	job->state = JOB_DONE;
 	job->next = p->done;
 	p->done = job;
+	p->ndone++;
 }
 
-/* Hand back the jobs done so far, as a list in *done, once there is at
- * least one. 0; -ETIMEDOUT when deadline_us passes first; -EINTR when a
- * signal let in by mask comes (with what was done before it, if any). */
-int mr_pool_collect(struct mr_pool *p, int64_t deadline_us, const sigset_t *mask,
-		    struct mr_job **done)
+/* Hand back the jobs done so far, as a list in *done, once want of them
+ * (at least one) are done. 0; -ETIMEDOUT when deadline_us passes first
+ * (with what was done by then, if any); -EINTR when a signal let in by mask
+ * comes (likewise). */
+int mr_pool_collect(struct mr_pool *p, unsigned int want, int64_t deadline_us,
+		    const sigset_t *mask, struct mr_job **done)
 {
 	struct pollfd pfd = { .fd = p->efd, .events = POLLIN };
 	eventfd_t v;
@@ -260,8 +269,12 @@ int mr_pool_collect(struct mr_pool *p, int64_t deadline_us, const sigset_t *mask
 		pthread_mutex_lock(&p->lock);
 		if (!p->threads && p->queue && wait > 0 && !(r = signalled(mask)))
 			run_inline(p);
-		*done = p->done;
-		p->done = NULL;
+		p->want = want ? want : 1;
+		if (r || wait <= 0 || p->ndone >= p->want) {
+			*done = p->done;
+			p->done = NULL;
+			p->ndone = 0;
+		}
 		pthread_mutex_unlock(&p->lock);
 		if (r || *done)
 			return r;
@@ -295,6 +308,7 @@ void mr_pool_abandon(struct mr_pool *p, struct mr_job *job)
 		*j = job->next;
 		if (job->state == JOB_QUEUED && !*j)
 			p->tail = j;
+		p->ndone -= job->state == JOB_DONE;
 		break;
 	}
 	pthread_mutex_unlock(&p->lock);
