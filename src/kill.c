@@ -130,7 +130,7 @@ int mr_grace(struct mr_act *a)
 	bool *gone = NULL;
 	int r;
 
-	for (size_t i = 0; i < run->ntargets && !mr_stopped(a); i++) {
+	for (size_t i = 0; i < run->ntargets && !run->interrupted; i++) {
 		struct mr_target *t = &run->targets[i];
 
 		if (t->state == MR_OPENED && (t->named || still_member(run, t)))
@@ -168,7 +168,7 @@ int mr_kill_named(struct mr_act *a)
 {
 	struct mr_run *run = a->run;
 
-	for (size_t i = 0; i < run->ntargets && !mr_stopped(a); i++)
+	for (size_t i = 0; i < run->ntargets && !run->interrupted; i++)
 		if (run->targets[i].named && mr_target_to_kill(&run->targets[i]))
 			send(a, &run->targets[i], SIGKILL);
 	return 0;
@@ -403,7 +403,7 @@ static size_t kill_listed(struct mr_act *a, int c, const struct mr_pidlist *l, i
 
 	cg->remaining = 0;
 	*err = idx ? 0 : mr_fatal(run, -ENOMEM, "target list");
-	for (size_t i = 0; !*err && i < l->len && !mr_stopped(a); i++) {
+	for (size_t i = 0; !*err && i < l->len && !run->interrupted; i++) {
 		struct mr_target *t = listed_target(a, idx, n, l->v[i].pid);
 
 		if (!t && !a->room && (*err = mr_make_room(a)))

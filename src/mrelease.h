@@ -375,6 +375,7 @@ int mr_pidns_nested(const char *proc);
 int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n);
 void mr_fd_raise(void);
 size_t mr_fd_room(const char *proc, size_t reserve, size_t *used, size_t *limit);
+void mr_fd_grow(size_t n);
 
 /* target.c */
 void mr_target_init(struct mr_target *t, pid_t pid, int cgroup);

@@ -134,27 +134,43 @@ static bool pidfds_in_pidfs(pid_t self)
 	return in;
 }
 
-static unsigned int default_jobs(const struct mr_config *cfg)
+/* The threads to start: as asked, else one for each CPU mrelease may
+ * use; never more than the picks. */
+static unsigned int plan_jobs(const struct mr_act *a)
 {
+	const struct mr_config *cfg = &a->run->cfg;
+	unsigned int jobs = cfg->jobs;
 	cpu_set_t cpus;
 
-	if (cfg->sched.set_affinity)
-		return (unsigned int)CPU_COUNT(&cfg->sched.cpus);
-	if (sched_getaffinity(0, sizeof(cpus), &cpus))
-		return 1;
-	return (unsigned int)CPU_COUNT(&cpus);
+	if (!jobs && cfg->sched.set_affinity)
+		jobs = (unsigned int)CPU_COUNT(&cfg->sched.cpus);
+	else if (!jobs)
+		jobs = sched_getaffinity(0, sizeof(cpus), &cpus) ? 1 : (unsigned int)CPU_COUNT(&cpus);
+	return jobs > a->npicks ? (unsigned int)a->npicks : jobs;
 }
 
-/* The threads, never more than the targets known (SIZE_MAX: not known). */
-static int start_pool(struct mr_act *a, size_t known)
+/* How many pidfds fit at once, beside what the run keeps aside for itself,
+ * its pool and its threads (counted before they start); and the descriptor table grown to hold a wave of them,
+ * each with the duplicate its release job takes, while mrelease has one
+ * thread (mr_fd_grow). */
+static void room(struct mr_act *a, unsigned int jobs)
 {
 	struct mr_run *run = a->run;
-	unsigned int jobs = run->cfg.jobs ? run->cfg.jobs : default_jobs(&run->cfg), started;
+	size_t wave;
+
+	a->fd_kept = MR_FD_RESERVE + MR_FD_POOL + (size_t)jobs * MR_FD_PER_THREAD;
+	a->room = a->most = mr_fd_room(run->cfg.proc, a->fd_kept, &a->fd_used, &a->fd_limit);
+	wave = a->room < a->npicks ? a->room : a->npicks;
+	mr_fd_grow(a->fd_used + a->fd_kept + 2 * wave);
+}
+
+static int start_pool(struct mr_act *a, unsigned int jobs)
+{
+	struct mr_run *run = a->run;
+	unsigned int started;
 	sigset_t blocked;
 	int r, err;
 
-	if (jobs > known)
-		jobs = known ? (unsigned int)known : 1;
 	if ((r = mr_pool_start(&a->pool, jobs, &run->cfg.sched, &started, &err)))
 		return mr_fatal(run, r, "worker threads");
 	run->threads = started;
@@ -170,16 +186,13 @@ static int start_pool(struct mr_act *a, size_t known)
 	return 0;
 }
 
-/* What a run needs before it acts: its threads (no more than the targets
- * known), whether pidfds have inodes of their own, and the chain of
- * mrelease's ancestors. */
-static int prepare(struct mr_act *a, size_t known)
+/* Whether pidfds have inodes of their own, and the chain of mrelease's
+ * ancestors: a listing of a cgroup to kill is checked against it. */
+static int know_self(struct mr_act *a)
 {
 	struct mr_run *run = a->run;
 	int r;
 
-	if ((r = start_pool(a, known)))
-		return r;
 	run->pidfs = pidfds_in_pidfs(run->self);
 	if ((r = mr_ancestors(run->cfg.proc, &run->ancestors, &run->nancestors)))
 		return mr_fatal(run, r, "cannot read the chain of mrelease's ancestors; nothing was "
@@ -187,14 +200,13 @@ static int prepare(struct mr_act *a, size_t known)
 	return 0;
 }
 
-/* How many pidfds fit at once, beside what the run keeps aside for itself
- * and its threads. */
-static void room(struct mr_act *a)
+/* Once the picks are known: room for their pidfds, then the threads. */
+static int prepare(struct mr_act *a)
 {
-	struct mr_run *run = a->run;
+	unsigned int jobs = plan_jobs(a);
 
-	a->fd_kept = MR_FD_RESERVE + (size_t)run->threads * MR_FD_PER_THREAD;
-	a->room = a->most = mr_fd_room(run->cfg.proc, a->fd_kept, &a->fd_used, &a->fd_limit);
+	room(a, jobs);
+	return start_pool(a, jobs);
 }
 
 /* Before anything is sent: the threads' nice value and CPUs are best
@@ -367,19 +379,10 @@ static int release_run(struct mr_act *a)
 int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 {
 	struct mr_act a = { .run = run };
-	bool sweep = run->cfg.dying;
 	int r;
 
-	/* A run that kills starts its threads first: under load a new thread
-	 * can wait for a CPU while the main thread lists. A sweep of the
-	 * dying, which sends nothing, first looks for one: most find none. */
-	if (!sweep && (r = prepare(&a, run->ncgroups ? SIZE_MAX : named->len)))
+	if ((r = know_self(&a)) || (r = mr_select(&a, named)) || !a.npicks || (r = prepare(&a)))
 		goto out;
-	if ((r = mr_select(&a, named)) || !a.npicks)
-		goto out;
-	if (sweep && (r = prepare(&a, a.npicks)))
-		goto out;
-	room(&a);
 	mr_plan_kills(run);
 	ready(&a);
 	r = run->cfg.kill && !run->cfg.dry_run ? kill_run(&a) : release_run(&a);

@@ -11,9 +11,10 @@
 
 /* Descriptors kept aside from the pidfds, for the main thread (at most
  * three at once: a cgroup walk's directory and its listing, or the write to
- * cgroup.kill, or a /proc file), and per thread for its file and its jobs'
- * duplicates. */
+ * cgroup.kill, or a /proc file), for the pool (its eventfd), and per thread
+ * for its file and its jobs' duplicates. */
 #define MR_FD_RESERVE 4
+#define MR_FD_POOL 1
 #define MR_FD_PER_THREAD (MR_JOBS_PER_THREAD + 1)
 /* A release that has not returned this long is left behind (the bound is
  * --wait's time, and at least this much, even with --wait 0). */
