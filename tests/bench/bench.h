@@ -202,6 +202,14 @@ struct tool_result {
 	char *out;             /* its stdout, when captured */
 };
 
+/* What a command gets besides its arguments; a NULL cmd_env means
+ * standard input from /dev/null and mr-bench's own limits. */
+struct cmd_env {
+	int in;                /* standard input: this file, from its offset; -1: /dev/null */
+	long nofile;           /* RLIMIT_NOFILE, soft and hard, that it may not raise
+				  (CAP_SYS_RESOURCE dropped from its bounding set); 0: mr-bench's */
+};
+
 /* What mrelease --json said of a run. */
 struct mr_report {
 	struct self_report self;
@@ -209,9 +217,10 @@ struct mr_report {
 	char error[160];       /* the first failed target's error */
 };
 
-void run_cmd(const char *const *argv, bool capture, int64_t timeout_us, struct tool_result *r);
-void run_mrelease(const struct bench *b, const char *const *args, bool capture,
-		  int64_t timeout_us, struct tool_result *r);
+void run_cmd(const char *const *argv, const struct cmd_env *env, bool capture,
+	     int64_t timeout_us, struct tool_result *r);
+void run_mrelease(const struct bench *b, const char *const *args, const struct cmd_env *env,
+		  bool capture, int64_t timeout_us, struct tool_result *r);
 int parse_report(const char *text, struct mr_report *rep, char *why, size_t len);
 void find_pkill(struct bench *b);
 
@@ -231,7 +240,8 @@ void time_cgroup_kill(const struct bench *b, const struct scenario *sc, int run,
 void time_floor(const struct bench *b, const struct scenario *sc, int run, struct series *s,
 		const struct victims *vs);
 void time_mrelease(const struct bench *b, const struct scenario *sc, int run,
-		   struct series *s, const char *const *args, const struct victims *vs);
+		   struct series *s, const char *const *args, const struct cmd_env *env,
+		   const struct victims *vs);
 void time_pkill(const struct bench *b, const struct scenario *sc, int run, struct series *s,
 		const struct victims *vs);
 void time_munmap(const struct bench *b, const struct scenario *sc, int run, struct series *s,

@@ -34,7 +34,7 @@ static void time_copy(const struct bench *b, const struct scenario *sc, int run,
 
 	if ((e = cg_freeze(freezer, mr_now_us() + 10 * US_PER_S)))
 		errx(EXIT_FATAL, "freeze %s: %s", freezer->path, strerror(-e));
-	time_mrelease(b, sc, run, s, pid_args(head, &vs), &vs);
+	time_mrelease(b, sc, run, s, pid_args(head, &vs), NULL, &vs);
 	cg_thaw(freezer);
 	kid_reap(v);
 }

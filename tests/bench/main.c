@@ -229,7 +229,7 @@ static void prepare(struct bench *b)
 	b->timeout_us = (int64_t)b->opt.timeout_ms * US_PER_MS;
 	b->started = mr_now_us();
 	read_load(b->load_start, sizeof(b->load_start));
-	run_mrelease(b, args, true, 10 * US_PER_S, &r);
+	run_mrelease(b, args, NULL, true, 10 * US_PER_S, &r);
 	if (r.status != 0)
 		errx(EXIT_FATAL, "%s --version: %s", b->opt.mrelease, r.err[0] ? r.err : "failed");
 	r.out[strcspn(r.out, "\n")] = '\0';

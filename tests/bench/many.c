@@ -69,7 +69,8 @@ static void time_many(const struct bench *b, const struct scenario *sc, struct m
 		break;
 	case MANY_MRELEASE:
 		/* The cgroup itself where there is one, else every pid. */
-		time_mrelease(b, sc, run, s, m->cg ? cg_args : pid_args(kill_head, &vs), &vs);
+		time_mrelease(b, sc, run, s, m->cg ? cg_args : pid_args(kill_head, &vs), NULL,
+			      &vs);
 		break;
 	case MANY_PKILL:
 		time_pkill(b, sc, run, s, &vs);

@@ -130,7 +130,7 @@ void time_floor(const struct bench *b, const struct scenario *sc, int run, struc
 	const char *const head[] = { b->floor, NULL };
 	struct tool_result r;
 
-	run_cmd(pid_args(head, vs), false, b->timeout_us, &r);
+	run_cmd(pid_args(head, vs), NULL, false, b->timeout_us, &r);
 	if (r.status < 0)
 		record(b, sc, run, s, TIMED_OUT, NULL);
 	else if (r.status != 0)
@@ -140,11 +140,12 @@ void time_floor(const struct bench *b, const struct scenario *sc, int run, struc
 			   NULL);
 }
 
-/* mrelease with --json and args: the sample is until it has exited and
- * the memory is back; its report gives kill_us and the rest, and must
- * account for every victim. */
+/* mrelease with --json and args (and env: a standard input, a limit; or
+ * NULL): the sample is until it has exited and the memory is back; its
+ * report gives kill_us and the rest, and must account for every victim. */
 void time_mrelease(const struct bench *b, const struct scenario *sc, int run,
-		   struct series *s, const char *const *args, const struct victims *vs)
+		   struct series *s, const char *const *args, const struct cmd_env *env,
+		   const struct victims *vs)
 {
 	const char *argv[1100] = { "--json" };
 	struct tool_result r;
@@ -155,7 +156,7 @@ void time_mrelease(const struct bench *b, const struct scenario *sc, int run,
 	for (int i = 0; args[i] && n < (int)ARRAY_LEN(argv) - 1; i++)
 		argv[n++] = args[i];
 	argv[n] = NULL;
-	run_mrelease(b, argv, true, b->timeout_us, &r);
+	run_mrelease(b, argv, env, true, b->timeout_us, &r);
 	if (r.status < 0) {
 		record(b, sc, run, s, TIMED_OUT, NULL);
 	} else if (r.status != 0) {
@@ -203,7 +204,7 @@ void time_pkill(const struct bench *b, const struct scenario *sc, int run, struc
 	long count;
 
 	snprintf(parent, sizeof(parent), "%d", getpid());
-	run_cmd(argv, true, b->timeout_us, &r);
+	run_cmd(argv, NULL, true, b->timeout_us, &r);
 	if (r.status < 0) {
 		record(b, sc, run, s, TIMED_OUT, NULL);
 	} else if (r.status != 0) {
@@ -236,7 +237,7 @@ void time_process(const struct bench *b, const struct scenario *sc, int run, str
 {
 	struct tool_result r;
 
-	run_cmd(argv, false, b->timeout_us, &r);
+	run_cmd(argv, NULL, false, b->timeout_us, &r);
 	if (r.status == 0)
 		record(b, sc, run, s, r.end_us - r.start_us, NULL);
 	else if (r.status < 0)

@@ -111,7 +111,7 @@ static void time_method(const struct bench *b, const struct scenario *sc, struct
 			args[n++] = XSTR(RELEASE_CPU);
 		}
 		args[n] = NULL;
-		time_mrelease(b, sc, run, m->s, pid_args(args, &vs), &vs);
+		time_mrelease(b, sc, run, m->s, pid_args(args, &vs), NULL, &vs);
 		break;
 	case HOW_PKILL:
 		time_pkill(b, sc, run, m->s, &vs);

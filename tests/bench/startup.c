@@ -129,7 +129,7 @@ void scenario_protect(struct bench *b, struct scenario *sc)
 	char pid[16], why[160], rets[160];
 	struct kid *v;
 
-	run_cmd(probe, false, 10 * US_PER_S, &r);
+	run_cmd(probe, NULL, false, 10 * US_PER_S, &r);
 	if (r.status != 0) {
 		snprintf(sc->why, sizeof(sc->why), "no strace in PATH (Debian: apt-get install strace)");
 		return;
@@ -154,7 +154,7 @@ void scenario_protect(struct bench *b, struct scenario *sc)
 		if (fd < 0)
 			err(EXIT_FATAL, "mkstemp %s", log);
 		close(fd);
-		run_cmd(argv, false, b->timeout_us, &r);
+		run_cmd(argv, NULL, false, b->timeout_us, &r);
 		if (r.status != 0) {
 			record_failure(sc, both, "strace: exit %d: %s", r.status, r.err);
 		} else if (mr_read_file(log, text, sizeof(text)) < 0 ||

@@ -5,11 +5,13 @@
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,40 +44,67 @@ static char *slurp_fd(int fd)
 	return buf;
 }
 
-/* fork+exec argv (argv[0] a path, or a name looked up in PATH), stdin
- * from /dev/null, stdout to /dev/null or a memfd, stderr to a memfd; wait
- * until it exits or the timeout passes (then kill it).  The clock runs
- * from just before the fork to the moment its pidfd polls readable. */
-void run_cmd(const char *const *argv, bool capture, int64_t timeout_us, struct tool_result *r)
+/* In the child, before exec: a limit on open files that mrelease cannot
+ * lift.  It raises its soft limit to the hard one, and the hard one to
+ * fs.nr_open when it has CAP_SYS_RESOURCE; so both limits are set, and
+ * the capability is dropped from the bounding set, which for root without
+ * file capabilities (and with empty inheritable and ambient sets, as
+ * root's are) is the permitted set after exec.  NULL, or what failed,
+ * with errno. */
+static const char *limit_nofile(long nofile)
 {
-	int out, errfd, wstatus;
-	struct kid *k;
-	pid_t pid;
-	char *text;
+	struct rlimit rl = { (rlim_t)nofile, (rlim_t)nofile };
 
-	out = capture ? memfd_or_die("mr-bench-out") : open("/dev/null", O_WRONLY | O_CLOEXEC);
-	if (out < 0)
-		err(EXIT_FATAL, "/dev/null");
-	errfd = memfd_or_die("mr-bench-err");
-	memset(r, 0, sizeof(*r));
-	r->start_us = mr_now_us();
-	pid = fork();
+	if (prctl(PR_CAPBSET_DROP, CAP_SYS_RESOURCE, 0, 0, 0))
+		return "cannot drop CAP_SYS_RESOURCE from the bounding set";
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		return "cannot set RLIMIT_NOFILE";
+	return NULL;
+}
+
+/* fork+exec argv (argv[0] a path, or a name looked up in PATH), stdin
+ * from env's file or /dev/null, stdout to out, stderr to errfd, under
+ * env's limit.  It is tracked from the fork on, so that the clean-up ends
+ * it on every exit. */
+static struct kid *spawn(const char *const *argv, const struct cmd_env *env, int out, int errfd)
+{
+	const char *failed;
+	pid_t pid = fork();
+
 	if (pid < 0)
 		err(EXIT_FATAL, "fork");
 	if (pid == 0) {
-		int null = open("/dev/null", O_RDONLY);
+		/* O_CLOEXEC: the copy on fd 0 stays, the original closes at
+		 * exec, so that the command inherits no descriptor beyond 0-2
+		 * (which count against its limit on open files). */
+		int in = env && env->in >= 0 ? env->in : open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (null < 0 || dup2(null, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
+		if (in < 0 || dup2(in, 0) < 0 || dup2(out, 1) < 0 || dup2(errfd, 2) < 0)
 			_exit(126);
+		if (env && env->nofile && (failed = limit_nofile(env->nofile))) {
+			dprintf(2, "%s: %s\n", failed, strerror(errno));
+			_exit(126);
+		}
 		execvp(argv[0], (char *const *)argv);
 		dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
-	k = kid_track(pid, false);
-	if (poll_until(k->pidfd, POLLIN, r->start_us + timeout_us, true)) {
+	return kid_track(pid, false);
+}
+
+/* Wait for k until it exits or the deadline passes (then end it), reap
+ * it, and read what it wrote; closes out and errfd.  end_us is the moment
+ * its pidfd polls readable. */
+static void collect(struct kid *k, int64_t deadline, int out, int errfd, bool capture,
+		    struct tool_result *r)
+{
+	int wstatus;
+	char *text;
+
+	if (poll_until(k->pidfd, POLLIN, deadline, true)) {
 		r->end_us = mr_now_us();
-		while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+		while (waitpid(k->pid, &wstatus, 0) < 0 && errno == EINTR)
 			;
 		kid_untrack(k);
 		r->status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : 128 + WTERMSIG(wstatus);
@@ -93,9 +122,29 @@ void run_cmd(const char *const *argv, bool capture, int64_t timeout_us, struct t
 	close(errfd);
 }
 
-/* mrelease with args (NULL-terminated, without argv[0]). */
-void run_mrelease(const struct bench *b, const char *const *args, bool capture,
-		  int64_t timeout_us, struct tool_result *r)
+/* argv to its exit, or until the timeout passes (then it is killed);
+ * env may be NULL.  stdout goes to /dev/null, or to a memfd read into
+ * r->out.  The clock runs from just before the fork to the moment its
+ * pidfd polls readable. */
+void run_cmd(const char *const *argv, const struct cmd_env *env, bool capture,
+	     int64_t timeout_us, struct tool_result *r)
+{
+	int out, errfd;
+	struct kid *k;
+
+	out = capture ? memfd_or_die("mr-bench-out") : open("/dev/null", O_WRONLY | O_CLOEXEC);
+	if (out < 0)
+		err(EXIT_FATAL, "/dev/null");
+	errfd = memfd_or_die("mr-bench-err");
+	memset(r, 0, sizeof(*r));
+	r->start_us = mr_now_us();
+	k = spawn(argv, env, out, errfd);
+	collect(k, r->start_us + timeout_us, out, errfd, capture, r);
+}
+
+/* mrelease with args (NULL-terminated, without argv[0]); env may be NULL. */
+void run_mrelease(const struct bench *b, const char *const *args, const struct cmd_env *env,
+		  bool capture, int64_t timeout_us, struct tool_result *r)
 {
 	const char *argv[MAX_ARGS] = { b->opt.mrelease };
 	int n = 1;
@@ -106,7 +155,7 @@ void run_mrelease(const struct bench *b, const char *const *args, bool capture,
 		argv[n++] = args[i];
 	}
 	argv[n] = NULL;
-	run_cmd(argv, capture, timeout_us, r);
+	run_cmd(argv, env, capture, timeout_us, r);
 }
 
 /* ---- mrelease --json ---- */
@@ -173,10 +222,10 @@ static bool pkill_has_mrelease(const char *path, char *version, size_t len)
 	struct tool_result r;
 	bool has;
 
-	run_cmd(help, true, 10 * US_PER_S, &r);
+	run_cmd(help, NULL, true, 10 * US_PER_S, &r);
 	has = r.status == 0 && strstr(r.out, "--mrelease");
 	free(r.out);
-	run_cmd(ver, true, 10 * US_PER_S, &r);
+	run_cmd(ver, NULL, true, 10 * US_PER_S, &r);
 	if (r.out) {
 		r.out[strcspn(r.out, "\n")] = '\0';
 		snprintf(version, len, "%s", r.out);
