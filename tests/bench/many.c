@@ -8,6 +8,7 @@
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -20,9 +21,9 @@
 
 struct many {
 	struct cgdir *cg;      /* cgroup: the v2 cgroup mrelease --cgroup is given */
-	struct cgdir *freezer; /* many: the v1 freezer; else NULL */
+	struct cgdir *freezer; /* many, tiny: the v1 freezer; else NULL */
 	struct meter meter;
-	struct kid *v[TINY_MAX];
+	struct kid **v;        /* n of them while a sample runs, else NULL */
 	int n;
 	size_t each;
 };
@@ -35,6 +36,9 @@ static void start_many(struct many *m)
 	struct spawn_spec s = { .kind = KID_VICTIM, .bytes = m->each, .chunks = 1, .cpu = -1 };
 	int e;
 
+	m->v = calloc((size_t)m->n, sizeof(*m->v));
+	if (!m->v)
+		err(EXIT_FATAL, "malloc");
 	spec_join(&s, m->cg ? m->cg->path : NULL);
 	spec_join(&s, m->freezer ? m->freezer->path : NULL);
 	spec_join(&s, m->meter.cg->path);
@@ -48,18 +52,20 @@ static void reap_many(struct many *m)
 	cg_thaw(m->freezer);
 	for (int i = 0; i < m->n; i++)
 		kid_reap(m->v[i]);
+	free(m->v);
+	m->v = NULL;
 }
 
 /* One sample of one method on fresh victims. */
 static void time_many(const struct bench *b, const struct scenario *sc, struct many *m,
 		      enum many_how how, struct series *s, int run)
 {
-	struct victims vs = { .v = m->v, .n = m->n, .bytes = m->each * (size_t)m->n,
-			      .meter = &m->meter };
+	struct victims vs = { .n = m->n, .bytes = m->each * (size_t)m->n, .meter = &m->meter };
 	static const char *const kill_head[] = { "--kill", NULL };
 	const char *cg_args[] = { "--kill", "--cgroup", m->cg ? m->cg->path : "", NULL };
 
 	start_many(m);
+	vs.v = m->v; /* allocated by start_many */
 	switch (how) {
 	case MANY_CGROUP_KILL:
 		time_cgroup_kill(b, sc, run, s, m->cg, &vs);
