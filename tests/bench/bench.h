@@ -13,7 +13,7 @@
  *   methods.c   the timed ways of ending victims: SIGKILL, cgroup.kill,
  *               the floor, mrelease, pkill -m, and munmap
  *   single.c    scenarios of one victim: idle, starved, stuck, grace, sweep
- *   many.c      scenarios of many: cgroup, many, tiny
+ *   many.c      scenarios of many: cgroup, many, tiny, waves
  *   killus.c    scenario killus: mrelease's kill_us at 64 MiB and 4 GiB
  *   startup.c   scenarios of mrelease's own cost: startup, protect, overhead
  *   stats.c     rows of samples, medians, ratios, the line fit, the targets
@@ -44,8 +44,8 @@ enum { EXIT_DONE = 0, EXIT_USAGE = 2, EXIT_FATAL = 3, EXIT_INTERRUPTED = 130 };
 
 /* In the order they run and print. */
 enum scenario_id {
-	SC_IDLE, SC_STARVED, SC_STUCK, SC_GRACE, SC_CGROUP, SC_MANY, SC_TINY, SC_SWEEP,
-	SC_KILLUS, SC_STARTUP, SC_PROTECT, SC_OVERHEAD, NSCENARIOS
+	SC_IDLE, SC_STARVED, SC_STUCK, SC_GRACE, SC_CGROUP, SC_MANY, SC_TINY, SC_WAVES,
+	SC_SWEEP, SC_KILLUS, SC_STARTUP, SC_PROTECT, SC_OVERHEAD, NSCENARIOS
 };
 
 /* mr-floor's exit statuses (floor.c): it prints nothing. */
@@ -74,6 +74,7 @@ struct bench_opts {
 struct self_report {
 	int64_t kill_us, elapsed_us, release_us; /* release_us: the slowest target */
 	int64_t exited; /* targets it found exiting by themselves: nothing to release */
+	int64_t waves;  /* how many waves the run went in (issue 21) */
 };
 
 /* One method in one scenario: what was run and what it took. */
@@ -249,12 +250,13 @@ void time_munmap(const struct bench *b, const struct scenario *sc, int run, stru
 void time_process(const struct bench *b, const struct scenario *sc, int run, struct series *s,
 		  const char *const *argv);
 const char **pid_args(const char *const *head, const struct victims *vs);
+int pid_list(const struct victims *vs);
 
 /* ---- the scenarios: single.c, many.c, killus.c, startup.c ---- */
 
 typedef void scenario_fn(struct bench *b, struct scenario *sc);
 scenario_fn scenario_idle, scenario_starved, scenario_stuck, scenario_grace, scenario_sweep;
-scenario_fn scenario_cgroup, scenario_many, scenario_tiny, scenario_killus;
+scenario_fn scenario_cgroup, scenario_many, scenario_tiny, scenario_waves, scenario_killus;
 scenario_fn scenario_startup, scenario_protect, scenario_overhead;
 
 /* The victim counts of tiny, the sizes of sweep and the two of killus,
@@ -263,6 +265,11 @@ const long *tiny_counts(const struct bench *b);
 const long *sweep_sizes(const struct bench *b);
 long killus_large_mib(const struct bench *b);
 #define KILLUS_SMALL_MIB 64L
+
+/* waves: its victims, for this run, and the limit on open files of its
+ * limited row. */
+long waves_victims(const struct bench *b);
+#define WAVES_NOFILE 64L
 
 /* ---- stats.c ---- */
 

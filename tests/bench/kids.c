@@ -26,8 +26,8 @@
 #include "mrelease.h"
 #include "sys.h"
 
-/* tiny holds 256 victims at once, with a few helpers beside them. */
-#define MAX_KIDS 640
+/* waves holds 2000 victims at once, with a few helpers beside them. */
+#define MAX_KIDS 2100
 
 /* Slots are stable, so pointers to them stay valid until reaped. */
 static struct kid kids[MAX_KIDS];

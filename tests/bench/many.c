@@ -1,8 +1,10 @@
 /* many.c: the scenarios of many victims at once: cgroup (64 victims of
  * S/64 in one cgroup-v2 cgroup, free to run their exit path), many (128
  * victims of S/128 held by the v1 freezer, so that only a reaper can take
- * their memory) and tiny (1 to 256 stuck victims of 1 MiB, for what each
- * one more target costs).  Every method, the floor among them, has fresh
+ * their memory), tiny (1 to 256 stuck victims of 1 MiB, for what each
+ * one more target costs) and waves (2000 stuck victims of 1 MiB, their
+ * pids on mrelease's stdin, with and without a limit on open files that
+ * makes it go in waves).  Every method, the floor among them, has fresh
  * victims and takes its turn within each run. */
 #define _GNU_SOURCE
 #include <err.h>
@@ -18,17 +20,23 @@
 #define CG_VICTIMS 64
 #define MANY_VICTIMS 128
 #define TINY_MAX 256
+#define WAVES_VICTIMS 2000
+#define WAVES_VICTIMS_QUICK 256
 
 struct many {
 	struct cgdir *cg;      /* cgroup: the v2 cgroup mrelease --cgroup is given */
-	struct cgdir *freezer; /* many, tiny: the v1 freezer; else NULL */
+	struct cgdir *freezer; /* many, tiny, waves: the v1 freezer; else NULL */
 	struct meter meter;
 	struct kid **v;        /* n of them while a sample runs, else NULL */
 	int n;
 	size_t each;
 };
 
-enum many_how { MANY_CGROUP_KILL, MANY_FLOOR, MANY_MRELEASE, MANY_PKILL };
+/* MANY_STDIN: mrelease --kill -, the pids on its stdin; MANY_STDIN_LIMITED:
+ * the same under RLIMIT_NOFILE WAVES_NOFILE, which it may not raise. */
+enum many_how {
+	MANY_CGROUP_KILL, MANY_FLOOR, MANY_MRELEASE, MANY_PKILL, MANY_STDIN, MANY_STDIN_LIMITED
+};
 
 /* All victims at once (they touch side by side), then the freeze. */
 static void start_many(struct many *m)
@@ -62,7 +70,9 @@ static void time_many(const struct bench *b, const struct scenario *sc, struct m
 {
 	struct victims vs = { .n = m->n, .bytes = m->each * (size_t)m->n, .meter = &m->meter };
 	static const char *const kill_head[] = { "--kill", NULL };
+	static const char *const stdin_args[] = { "--kill", "-", NULL };
 	const char *cg_args[] = { "--kill", "--cgroup", m->cg ? m->cg->path : "", NULL };
+	struct cmd_env env = { .in = -1 };
 
 	start_many(m);
 	vs.v = m->v; /* allocated by start_many */
@@ -80,6 +90,15 @@ static void time_many(const struct bench *b, const struct scenario *sc, struct m
 		break;
 	case MANY_PKILL:
 		time_pkill(b, sc, run, s, &vs);
+		break;
+	case MANY_STDIN:
+	case MANY_STDIN_LIMITED:
+		/* The list is written before the clock starts; reading it is
+		 * part of mrelease's run. */
+		env.in = pid_list(&vs);
+		env.nofile = how == MANY_STDIN_LIMITED ? WAVES_NOFILE : 0;
+		time_mrelease(b, sc, run, s, stdin_args, &env, &vs);
+		close(env.in);
 		break;
 	}
 	reap_many(m);
@@ -219,6 +238,50 @@ void scenario_tiny(struct bench *b, struct scenario *sc)
 				if (rows[i][t]->available)
 					time_many(b, sc, &m, tools[t].how, rows[i][t], run);
 			}
+	meter_close(&m.meter);
+	cg_remove(m.freezer);
+}
+
+/* ---- waves: what a wave costs ---- */
+
+long waves_victims(const struct bench *b)
+{
+	return b->opt.quick ? WAVES_VICTIMS_QUICK : WAVES_VICTIMS;
+}
+
+/* N stuck victims of 1 MiB, their pids on mrelease's stdin (more than a
+ * command line of pid_args takes), ended by mrelease --kill - with the
+ * limits mr-bench has, and by the same under RLIMIT_NOFILE WAVES_NOFILE
+ * soft and hard, without CAP_SYS_RESOURCE to lift it: there its pidfds do
+ * not all fit, and the run goes in waves (issue 21).  The two take turns
+ * on fresh victims; the report gives the ratio and the cost of a wave. */
+void scenario_waves(struct bench *b, struct scenario *sc)
+{
+	struct many m = { .n = (int)waves_victims(b), .each = TINY_BYTES };
+	int runs = (int)b->opt.runs;
+	struct series *rows[2];
+	const enum many_how how[2] = { MANY_STDIN, MANY_STDIN_LIMITED };
+	char label[48];
+
+	if (!cg_available(b, sc, true, false))
+		return;
+	m.freezer = cg_create(b->v1_freezer, CG_FREEZER);
+	snprintf(sc->setup, sizeof(sc->setup),
+		 "%d victims of %lu KiB each, frozen by the cgroup-v1 freezer (%s); their pids on "
+		 "mrelease's stdin; limited: RLIMIT_NOFILE %ld:%ld set in the child before exec, "
+		 "CAP_SYS_RESOURCE dropped from its bounding set", m.n, TINY_BYTES >> 10,
+		 m.freezer->path, WAVES_NOFILE, WAVES_NOFILE);
+	sc->available = true;
+	rows[0] = series_add(sc, "mrelease", "mrelease --kill -", runs,
+			     "mrelease --json --kill - (%d pids on stdin)", m.n);
+	snprintf(label, sizeof(label), "mrelease --kill -, RLIMIT_NOFILE %ld", WAVES_NOFILE);
+	rows[1] = series_add(sc, "limited", label, runs,
+			     "mrelease --json --kill - (%d pids on stdin), RLIMIT_NOFILE %ld:%ld, "
+			     "no CAP_SYS_RESOURCE", m.n, WAVES_NOFILE, WAVES_NOFILE);
+	meter_open(b, &m.meter);
+	for (int run = 0; run < runs; run++)
+		for (int i = 0; i < 2; i++)
+			time_many(b, sc, &m, how[i], rows[i], run);
 	meter_close(&m.meter);
 	cg_remove(m.freezer);
 }

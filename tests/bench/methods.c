@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "bench.h"
@@ -103,6 +104,27 @@ const char **pid_args(const char *const *head, const struct victims *vs)
 	return args;
 }
 
+/* The victims' pids, one a line, in a memfd left at its start: a
+ * standard input for `mrelease -`, which takes any number of them. */
+int pid_list(const struct victims *vs)
+{
+	int fd = memfd_create("mr-bench-pids", MFD_CLOEXEC);
+	FILE *f;
+
+	if (fd < 0)
+		err(EXIT_FATAL, "memfd_create");
+	f = fdopen(fcntl(fd, F_DUPFD_CLOEXEC, 0), "w");
+	if (!f)
+		err(EXIT_FATAL, "fdopen");
+	for (int i = 0; i < vs->n; i++)
+		fprintf(f, "%d\n", vs->v[i]->pid);
+	if (fclose(f))
+		err(EXIT_FATAL, "the pid list");
+	if (lseek(fd, 0, SEEK_SET) < 0)
+		err(EXIT_FATAL, "lseek");
+	return fd;
+}
+
 /* Until the memory is back, from t0; or with no meter, until the tool
  * exited at end. */
 static int64_t memory_back(const struct bench *b, const struct victims *vs, int64_t t0,
@@ -140,9 +162,23 @@ void time_floor(const struct bench *b, const struct scenario *sc, int run, struc
 			   NULL);
 }
 
+/* Under a limit on open files below the number of victims, their pidfds
+ * cannot all be open at once, so the run must go in waves; one wave
+ * would mean mrelease lifted the limit the child was given.  NULL, or
+ * why the report does not show waves. */
+static const char *waves_missing(const struct cmd_env *env, const struct victims *vs,
+				 const struct mr_report *rep)
+{
+	if (!env || !env->nofile || vs->n <= env->nofile || rep->self.waves > 1)
+		return NULL;
+	return rep->self.waves < 0 ? "no \"waves\" in its summary"
+				   : "not in waves: it lifted the limit (had it CAP_SYS_RESOURCE?)";
+}
+
 /* mrelease with --json and args (and env: a standard input, a limit; or
  * NULL): the sample is until it has exited and the memory is back; its
- * report gives kill_us and the rest, and must account for every victim. */
+ * report gives kill_us and the rest, must account for every victim, and
+ * under a limit too low for them all must show waves. */
 void time_mrelease(const struct bench *b, const struct scenario *sc, int run,
 		   struct series *s, const char *const *args, const struct cmd_env *env,
 		   const struct victims *vs)
@@ -150,6 +186,7 @@ void time_mrelease(const struct bench *b, const struct scenario *sc, int run,
 	const char *argv[1100] = { "--json" };
 	struct tool_result r;
 	struct mr_report rep;
+	const char *no_waves;
 	char why[240];
 	int n = 1;
 
@@ -167,6 +204,9 @@ void time_mrelease(const struct bench *b, const struct scenario *sc, int run,
 		record_failure(sc, s, "%ld targets, %ld released, %ld exited, %d victims%s%s",
 			       rep.targets, rep.released, rep.exited, vs->n,
 			       rep.error[0] ? ": " : "", rep.error);
+	} else if ((no_waves = waves_missing(env, vs, &rep))) {
+		record_failure(sc, s, "%d pids under RLIMIT_NOFILE %ld: %s", vs->n, env->nofile,
+			       no_waves);
 	} else {
 		int64_t end = memory_back(b, vs, r.start_us, r.end_us);
 

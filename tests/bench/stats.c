@@ -63,7 +63,7 @@ void record(const struct bench *b, const struct scenario *sc, int run, struct se
 
 	if (s->n == MAX_RUNS)
 		errx(EXIT_FATAL, "%s: %s: more than %d samples", sc->name, s->id, MAX_RUNS);
-	s->self[s->n] = self ? *self : (struct self_report){ -1, -1, -1, -1 };
+	s->self[s->n] = self ? *self : (struct self_report){ -1, -1, -1, -1, -1 };
 	s->has_self |= self != NULL;
 	s->us[s->n++] = us;
 	fmt_ms(t, sizeof(t), us, b);

@@ -198,6 +198,7 @@ int parse_report(const char *text, struct mr_report *rep, char *why, size_t len)
 	rep->exited = (long)int_member(summary, "exited");
 	rep->failed = (long)int_member(summary, "failed");
 	rep->self.exited = rep->exited;
+	rep->self.waves = int_member(summary, "waves");
 	json_array_foreach(targets, i, t) {
 		int64_t us = int_member(t, "release_us");
 		const char *e = json_string_value(json_object_get(t, "error"));
