@@ -8,11 +8,14 @@
  *               clean-up that runs on every exit
  *   cgroups.c   the cgroups mr-bench makes (v2, v1 freezer, v1 memory) and
  *               the memory meter that says when the memory is back
- *   tools.c     running mrelease, mr-floor, pkill, strace and /bin/true;
- *               reading mrelease's --json with jansson; finding a pkill -m
+ *   tools.c     running mrelease, mr-floor, pkill, strace and /bin/true,
+ *               and mrelease --follow as a service; reading mrelease's
+ *               --json (and --follow's NDJSON) with jansson; finding a
+ *               pkill -m
  *   methods.c   the timed ways of ending victims: SIGKILL, cgroup.kill,
  *               the floor, mrelease, pkill -m, and munmap
- *   single.c    scenarios of one victim: idle, starved, stuck, grace, sweep
+ *   single.c    scenarios of one victim: idle, starved, stuck, grace,
+ *               follow, sweep
  *   many.c      scenarios of many: cgroup, many, tiny, waves
  *   killus.c    scenario killus: mrelease's kill_us at 64 MiB and 4 GiB
  *   startup.c   scenarios of mrelease's own cost: startup, protect, overhead
@@ -44,8 +47,8 @@ enum { EXIT_DONE = 0, EXIT_USAGE = 2, EXIT_FATAL = 3, EXIT_INTERRUPTED = 130 };
 
 /* In the order they run and print. */
 enum scenario_id {
-	SC_IDLE, SC_STARVED, SC_STUCK, SC_GRACE, SC_CGROUP, SC_MANY, SC_TINY, SC_WAVES,
-	SC_SWEEP, SC_KILLUS, SC_STARTUP, SC_PROTECT, SC_OVERHEAD, NSCENARIOS
+	SC_IDLE, SC_STARVED, SC_STUCK, SC_GRACE, SC_FOLLOW, SC_CGROUP, SC_MANY, SC_TINY,
+	SC_WAVES, SC_SWEEP, SC_KILLUS, SC_STARTUP, SC_PROTECT, SC_OVERHEAD, NSCENARIOS
 };
 
 /* mr-floor's exit statuses (floor.c): it prints nothing. */
@@ -127,6 +130,9 @@ struct kid {
 	pid_t pid;
 	int pidfd;
 	bool hog;
+	/* The signal that ends it: SIGKILL, or SIGTERM for a service, which
+	 * is stopped as a service is (and killed if it lingers). */
+	int stop_signal;
 	/* A template: the pipes it takes requests on and answers on, and
 	 * whether a copy was asked for and not yet read; -1, -1, false else. */
 	int ask, answer;
@@ -211,6 +217,13 @@ struct cmd_env {
 				  (CAP_SYS_RESOURCE dropped from its bounding set); 0: mr-bench's */
 };
 
+/* A command left running, as a service runs: mrelease --follow. */
+struct service {
+	struct kid *k;         /* NULL once stopped */
+	int out, errfd;        /* memfds: its stdout and stderr */
+	int64_t start_us;
+};
+
 /* What mrelease --json said of a run. */
 struct mr_report {
 	struct self_report self;
@@ -218,11 +231,33 @@ struct mr_report {
 	char error[160];       /* the first failed target's error */
 };
 
+/* One "release" line of mrelease --follow --json. */
+struct follow_release {
+	pid_t pid;
+	bool released;         /* status "released" */
+	int64_t release_us;    /* -1 for null */
+	char error[80];        /* its status, and its error if it has one */
+};
+
+#define MAX_FOLLOW_RELEASES (2 * MAX_RUNS)
+
+/* What mrelease --follow --json said over its life, from its NDJSON. */
+struct follow_report {
+	bool summary;          /* the "summary" line, written when a signal ends it */
+	int nlines;            /* "release" lines, all of them */
+	int n;                 /* those kept in rel[] */
+	struct follow_release rel[MAX_FOLLOW_RELEASES];
+};
+
 void run_cmd(const char *const *argv, const struct cmd_env *env, bool capture,
 	     int64_t timeout_us, struct tool_result *r);
 void run_mrelease(const struct bench *b, const char *const *args, const struct cmd_env *env,
 		  bool capture, int64_t timeout_us, struct tool_result *r);
+void service_start(const char *const *argv, struct service *sv);
+bool service_ready(const struct service *sv, int64_t deadline);
+void service_stop(struct service *sv, int64_t timeout_us, struct tool_result *r);
 int parse_report(const char *text, struct mr_report *rep, char *why, size_t len);
+int parse_follow(const char *text, struct follow_report *rep, char *why, size_t len);
 void find_pkill(struct bench *b);
 
 /* ---- methods.c ---- */
@@ -249,14 +284,16 @@ void time_munmap(const struct bench *b, const struct scenario *sc, int run, stru
 		 size_t bytes, int chunks, int cpu);
 void time_process(const struct bench *b, const struct scenario *sc, int run, struct series *s,
 		  const char *const *argv);
+int64_t sigkill_memory_back(const struct bench *b, const struct victims *vs);
 const char **pid_args(const char *const *head, const struct victims *vs);
 int pid_list(const struct victims *vs);
 
 /* ---- the scenarios: single.c, many.c, killus.c, startup.c ---- */
 
 typedef void scenario_fn(struct bench *b, struct scenario *sc);
-scenario_fn scenario_idle, scenario_starved, scenario_stuck, scenario_grace, scenario_sweep;
-scenario_fn scenario_cgroup, scenario_many, scenario_tiny, scenario_waves, scenario_killus;
+scenario_fn scenario_idle, scenario_starved, scenario_stuck, scenario_grace, scenario_follow;
+scenario_fn scenario_sweep, scenario_cgroup, scenario_many, scenario_tiny, scenario_waves;
+scenario_fn scenario_killus;
 scenario_fn scenario_startup, scenario_protect, scenario_overhead;
 
 /* The victim counts of tiny, the sizes of sweep and the two of killus,
@@ -267,9 +304,10 @@ long killus_large_mib(const struct bench *b);
 #define KILLUS_SMALL_MIB 64L
 
 /* waves: its victims, for this run, and the limit on open files of its
- * limited row. */
+ * limited row; follow: the sweep interval of mrelease --follow. */
 long waves_victims(const struct bench *b);
 #define WAVES_NOFILE 64L
+#define FOLLOW_INTERVAL_MS 50
 
 /* ---- stats.c ---- */
 

@@ -1,6 +1,7 @@
 /* kids.c: the children mr-bench starts -- victims, the busy loop, the
  * munmap child, the template that clones victims -- and the clean-up that
- * kills and reaps every one of them and removes every cgroup, on every
+ * ends and reaps every one of them (a service, mrelease --follow, with
+ * SIGTERM, the rest with SIGKILL) and removes every cgroup, on every
  * exit: a normal end, err(), ^C.  Children are only ever signalled through
  * pidfds opened while they are unreaped children of mr-bench (a template's
  * copies are too: see template_main), so a signal can never reach a
@@ -103,7 +104,8 @@ struct kid *kid_track(pid_t pid, bool hog)
 
 		if (k->pid)
 			continue;
-		*k = (struct kid){ .pid = pid, .hog = hog, .ask = -1, .answer = -1 };
+		*k = (struct kid){ .pid = pid, .hog = hog, .stop_signal = SIGKILL, .ask = -1,
+				   .answer = -1 };
 		k->pidfd = mr_sys_pidfd_open(pid);
 		if (k->pidfd < 0)
 			err(EXIT_FATAL, "pidfd_open %d", pid);
@@ -120,7 +122,7 @@ void kid_untrack(struct kid *k)
 		close(k->ask);
 	if (k->answer >= 0)
 		close(k->answer);
-	*k = (struct kid){ .pidfd = -1, .ask = -1, .answer = -1 };
+	*k = (struct kid){ .pidfd = -1, .stop_signal = SIGKILL, .ask = -1, .answer = -1 };
 }
 
 static pid_t template_read(struct kid *t, int64_t deadline, bool interruptible);
@@ -139,15 +141,22 @@ static void template_collect(struct kid *t)
 		kid_reap(kid_track(pid, false));
 }
 
-/* SIGKILL through the pidfd, wait (bounded), reap.  Frozen victims must be
- * thawed first.  Returns the wait status. */
+/* Its stop signal through the pidfd (SIGKILL, or for a service SIGTERM,
+ * then SIGKILL if it is still there after 5 s), wait (bounded), reap.
+ * Frozen victims must be thawed first.  Returns the wait status. */
 int kid_reap(struct kid *k)
 {
 	int status = 0;
 
 	if (!k || !k->pid)
 		return 0;
-	mr_sys_pidfd_send_signal(k->pidfd, SIGKILL);
+	mr_sys_pidfd_send_signal(k->pidfd, k->stop_signal);
+	if (k->stop_signal != SIGKILL &&
+	    !poll_until(k->pidfd, POLLIN, mr_now_us() + 5 * US_PER_S, false)) {
+		warnx("pid %d: still running 5 s after SIG%s; killing it", k->pid,
+		      sigabbrev_np(k->stop_signal));
+		mr_sys_pidfd_send_signal(k->pidfd, SIGKILL);
+	}
 	if (!poll_until(k->pidfd, POLLIN, mr_now_us() + 20 * US_PER_S, false)) {
 		warnx("pid %d: still alive 20 s after SIGKILL; leaving it", k->pid);
 		waitpid(k->pid, &status, WNOHANG);
@@ -161,8 +170,8 @@ int kid_reap(struct kid *k)
 }
 
 /* Runs on every exit of the driver, err() and ^C included: thaw the
- * freezers, stop the busy loops (so starved victims can die), kill and
- * reap every child, remove every cgroup. */
+ * freezers, stop the busy loops (so starved victims can die), end and
+ * reap every child (SIGTERM for a service), remove every cgroup. */
 void cleanup(void)
 {
 	if (getpid() != driver_pid)
@@ -204,7 +213,8 @@ void kids_init(void)
 	sigaction(SIGHUP, &sa, NULL);
 	driver_pid = getpid();
 	for (int i = 0; i < MAX_KIDS; i++)
-		kids[i] = (struct kid){ .pidfd = -1, .ask = -1, .answer = -1 };
+		kids[i] = (struct kid){ .pidfd = -1, .stop_signal = SIGKILL, .ask = -1,
+					.answer = -1 };
 	raise_fd_limit();
 	if (atexit(cleanup))
 		errx(EXIT_FATAL, "atexit");

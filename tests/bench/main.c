@@ -25,6 +25,7 @@ static const struct {
 	[SC_STARVED] = { "starved", scenario_starved },
 	[SC_STUCK] = { "stuck", scenario_stuck },
 	[SC_GRACE] = { "grace", scenario_grace },
+	[SC_FOLLOW] = { "follow", scenario_follow },
 	[SC_CGROUP] = { "cgroup", scenario_cgroup },
 	[SC_MANY] = { "many", scenario_many },
 	[SC_TINY] = { "tiny", scenario_tiny },
@@ -43,17 +44,19 @@ static const char doc[] =
 	"(mr-floor: pidfd_open, SIGKILL, process_mrelease and nothing else) and to pkill -m\v"
 	"Scenarios: idle, starved (SCHED_IDLE victim under a nice -20 busy loop on CPU 1), "
 	"stuck (cgroup-v1 freezer), grace (a victim that ignores SIGTERM: --kill --grace "
-	"against --kill), cgroup (64 victims in one cgroup: mrelease --cgroup against "
-	"cgroup.kill), many (128 stuck victims), tiny (1 to 256 stuck victims of 1 MiB: the "
-	"cost per target, fitted), waves (2000 stuck victims of 1 MiB, pids on stdin, with and "
-	"without RLIMIT_NOFILE 64: what a wave costs), sweep (one stuck victim of 64 MiB to 2 "
-	"GiB: ms per GiB), killus (mrelease's kill_us at 64 MiB and 4 GiB), startup (mrelease "
-	"--dry-run --kill against /bin/true), protect (oom_score_adj and mlockall at start, "
-	"timed by strace -T), overhead (--measure costs of --dry-run --kill).  Needs root, a "
-	"cgroup-v1 memory controller (to tell when memory is back) and, for stuck victims, a "
-	"cgroup-v1 freezer.  Exit status: 0 done (targets may still be missed), 2 usage error, "
-	"3 fatal error, 130 interrupted.  Usually run as 'sudo tests/bench/run --build-dir "
-	"build'; tests/bench/README.md explains it.";
+	"against --kill), follow (a stuck victim killed by mr-bench while mrelease --follow "
+	"runs, against SIGKILL alone and the floor), cgroup (64 victims in one cgroup: "
+	"mrelease --cgroup against cgroup.kill), many (128 stuck victims), tiny (1 to 256 "
+	"stuck victims of 1 MiB: the cost per target, fitted), waves (2000 stuck victims of 1 "
+	"MiB, pids on stdin, with and without RLIMIT_NOFILE 64: what a wave costs), sweep (one "
+	"stuck victim of 64 MiB to 2 GiB: ms per GiB), killus (mrelease's kill_us at 64 MiB "
+	"and 4 GiB), startup (mrelease --dry-run --kill against /bin/true), protect "
+	"(oom_score_adj and mlockall at start, timed by strace -T), overhead (--measure costs "
+	"of --dry-run --kill).  Needs root, a cgroup-v1 memory controller (to tell when memory "
+	"is back) and, for stuck victims, a cgroup-v1 freezer (follow: cgroup2 as well).  Exit "
+	"status: 0 done (targets may still be missed), 2 usage error, 3 fatal error, 130 "
+	"interrupted.  Usually run as 'sudo tests/bench/run --build-dir build'; "
+	"tests/bench/README.md explains it.";
 
 enum {
 	OPT_KILL_RUNS = 256, OPT_OVERHEAD_RUNS, OPT_ONLY, OPT_QUICK, OPT_PKILL, OPT_GRACE,

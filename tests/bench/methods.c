@@ -1,8 +1,9 @@
 /* methods.c: the timed ways of ending victims.  Each is timed from just
  * before its first act (the signal, the write to cgroup.kill, the fork of
  * mr-floor, mrelease or pkill) until the memory is back: the act is over
- * (the victim or the tool has exited, the cgroup is empty) *and* the
- * victims' memory cgroup holds under 1 % of what they touched
+ * (the victim or the tool has exited, the cgroup is empty; a SIGKILL that
+ * a service running beside, mrelease --follow, is to answer, once sent)
+ * *and* the victims' memory cgroup holds under 1 % of what they touched
  * (cgroups.c).  The floor, mr-floor, is what any tool must spend; munmap()
  * of the same memory inside the process that owns it is shown beside, as
  * the kernel's speed at freeing these pages without a kill. */
@@ -45,6 +46,23 @@ void time_sigkill(const struct bench *b, const struct scenario *sc, int run,
 	if (i == vs->n)
 		end = wait_memory_back(vs->meter, vs->bytes, deadline);
 	record_end(b, sc, run, s, t0, end, NULL);
+}
+
+/* SIGKILL through each victim's pidfd, then wait for the memory alone:
+ * a stuck victim cannot exit, so whatever takes the memory back is
+ * running beside (mrelease --follow); and a frozen victim, released or
+ * not, stays until it is thawed.  The time from just before the first
+ * signal until the memory was back, or TIMED_OUT; not recorded, since
+ * the sample counts only once the service's report confirms it. */
+int64_t sigkill_memory_back(const struct bench *b, const struct victims *vs)
+{
+	int64_t t0 = mr_now_us(), end;
+
+	for (int i = 0; i < vs->n; i++)
+		if (mr_sys_pidfd_send_signal(vs->v[i]->pidfd, SIGKILL))
+			err(EXIT_FATAL, "pidfd_send_signal %d", vs->v[i]->pid);
+	end = wait_memory_back(vs->meter, vs->bytes, t0 + b->timeout_us);
+	return end == TIMED_OUT ? TIMED_OUT : end - t0;
 }
 
 /* Write 1 to cgroup.kill, wait for "populated 0" in cgroup.events (set

@@ -305,7 +305,8 @@ static void print_time_split(const struct bench *b, FILE *f)
 		   "  less both: fork, exec, start-up before main(), report, exit, and the meter's wait,\n"
 		   "  which for a victim free to run is its own exit; \"-\" where the two overlap: with\n"
 		   "  --grace the first signal is the SIGTERM, with cgroup.kill the write itself, in\n"
-		   "  waves the next wave's kills come after the releases)\n");
+		   "  waves the next wave's kills come after the releases; --follow sends no signal,\n"
+		   "  and its release is the victim's \"release\" line)\n");
 }
 
 /* ---- tiny: the fitted cost per target ---- */

@@ -1,6 +1,7 @@
 /* tools.c: running other programs -- mrelease, mr-floor, pkill, strace,
- * /bin/true -- and reading what they say: mrelease's --json with jansson,
- * and which pkill offers -m (--mrelease). */
+ * /bin/true -- to their exit, or as a service (mrelease --follow) until
+ * mr-bench stops it, and reading what they say: mrelease's --json and
+ * --follow's NDJSON with jansson, and which pkill offers -m (--mrelease). */
 #define _GNU_SOURCE
 #include <err.h>
 #include <errno.h>
@@ -12,6 +13,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,6 +21,7 @@
 
 #include "bench.h"
 #include "mrelease.h"
+#include "sys.h"
 
 #define MAX_ARGS 1024
 
@@ -142,6 +145,52 @@ void run_cmd(const char *const *argv, const struct cmd_env *env, bool capture,
 	collect(k, r->start_us + timeout_us, out, errfd, capture, r);
 }
 
+/* ---- a service: started, left running, stopped ---- */
+
+/* argv left running, its stdout and stderr to memfds.  Its stop signal is
+ * SIGTERM, as a service is stopped: whether mr-bench stops it or the
+ * clean-up does (an error, ^C), it ends as it would in service. */
+void service_start(const char *const *argv, struct service *sv)
+{
+	sv->out = memfd_or_die("mr-bench-service-out");
+	sv->errfd = memfd_or_die("mr-bench-service-err");
+	sv->start_us = mr_now_us();
+	sv->k = spawn(argv, NULL, sv->out, sv->errfd);
+	sv->k->stop_signal = SIGTERM;
+}
+
+/* Whether it has written to its stdout by the deadline (mrelease --follow
+ * --json writes a line at every sweep, the first one interval after its
+ * start), and so is at work; false if it exited first, or is silent. */
+bool service_ready(const struct service *sv, int64_t deadline)
+{
+	struct stat st;
+
+	for (;;) {
+		if (fstat(sv->out, &st))
+			err(EXIT_FATAL, "fstat");
+		if (st.st_size > 0)
+			return true;
+		if (poll_until(sv->k->pidfd, POLLIN, mr_now_us(), true) || mr_now_us() >= deadline)
+			return false;
+		sleep_us(US_PER_MS);
+	}
+}
+
+/* SIGTERM through its pidfd, then as run_cmd: wait until it exits (or
+ * the timeout passes, then it is killed), reap it, and read its stdout
+ * into r->out.  r->start_us is its start. */
+void service_stop(struct service *sv, int64_t timeout_us, struct tool_result *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->start_us = sv->start_us;
+	/* ESRCH: it has exited already, and is only to be reaped. */
+	if (mr_sys_pidfd_send_signal(sv->k->pidfd, SIGTERM) && errno != ESRCH)
+		err(EXIT_FATAL, "pidfd_send_signal %d", sv->k->pid);
+	collect(sv->k, mr_now_us() + timeout_us, sv->out, sv->errfd, true, r);
+	sv->k = NULL;
+}
+
 /* mrelease with args (NULL-terminated, without argv[0]); env may be NULL. */
 void run_mrelease(const struct bench *b, const char *const *args, const struct cmd_env *env,
 		  bool capture, int64_t timeout_us, struct tool_result *r)
@@ -210,6 +259,59 @@ int parse_report(const char *text, struct mr_report *rep, char *why, size_t len)
 				 (long long)int_member(t, "pid"), e);
 	}
 	json_decref(doc);
+	return 0;
+}
+
+/* ---- mrelease --follow --json ---- */
+
+/* One "release" line: its pid, whether it says "released", its
+ * release_us, and otherwise what it says instead. */
+static void follow_release(const json_t *line, struct follow_release *rel)
+{
+	const char *status = json_string_value(json_object_get(line, "status"));
+	const char *e = json_string_value(json_object_get(line, "error"));
+
+	rel->pid = (pid_t)int_member(line, "pid");
+	rel->released = status && !strcmp(status, "released");
+	rel->release_us = int_member(line, "release_us");
+	snprintf(rel->error, sizeof(rel->error), "%s%s%s", status ? status : "no status",
+		 e ? ": " : "", e ? e : "");
+}
+
+/* Its NDJSON, one object a line: every "release" line (the first
+ * MAX_FOLLOW_RELEASES kept), and the "summary" line.  0, or -1 with why
+ * when a line is no JSON object. */
+int parse_follow(const char *text, struct follow_report *rep, char *why, size_t len)
+{
+	int lineno = 0;
+
+	memset(rep, 0, sizeof(*rep));
+	for (const char *line = text, *end; *line; line = *end ? end + 1 : end) {
+		json_error_t jerr;
+		json_t *doc;
+		const char *type;
+
+		end = line + strcspn(line, "\n");
+		lineno++;
+		if (end == line)
+			continue;
+		doc = json_loadb(line, (size_t)(end - line), 0, &jerr);
+		if (!json_is_object(doc)) {
+			snprintf(why, len, "mrelease --follow --json, line %d: %s", lineno,
+				 doc ? "not an object" : jerr.text);
+			json_decref(doc);
+			return -1;
+		}
+		type = json_string_value(json_object_get(doc, "type"));
+		if (type && !strcmp(type, "release")) {
+			if (rep->n < MAX_FOLLOW_RELEASES)
+				follow_release(doc, &rep->rel[rep->n++]);
+			rep->nlines++;
+		} else if (type && !strcmp(type, "summary")) {
+			rep->summary = true;
+		}
+		json_decref(doc);
+	}
 	return 0;
 }
 
