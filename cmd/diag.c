@@ -27,7 +27,7 @@ static const struct mr_text note_texts[] = {
 	[MR_N_OUTSIDE] = { false, "cgroup %g: %n member%s outside this pid namespace, not seen",
 			   NULL },
 	[MR_N_GIVEN_UP] = { true, "gave up the figures of %n target%s: not read within %B ms "
-			    "(stuck behind a process's mmap_lock?); killed all the same", NULL },
+			    "(stuck behind a process's mmap_lock?); %A all the same", NULL },
 	[MR_N_STUCK] = { false, "%n release%s did not return in %b s; left behind", NULL },
 	[MR_N_RETRIES] = { false, "process_mrelease was retried %n time%s", NULL },
 	[MR_N_NOSYS] = { true, "process_mrelease is not available (Linux before 5.15, or a "
@@ -44,7 +44,7 @@ static const struct mr_text note_texts[] = {
 			   "the limit on open files is %m; raise it (ulimit -n, LimitNOFILE=)", NULL },
 	[MR_N_NO_GRACE] = { true, "cgroup %g: %n member%s got no %S first: they did not fit in a "
 			    "wave before the cgroup's kill (ulimit -n); killed with the rest", NULL },
-	[MR_N_INTERRUPTED] = { true, "interrupted with %n target%s unfinished; sent nothing "
+	[MR_N_INTERRUPTED] = { true, "interrupted with %n target%s unfinished; %D nothing "
 			       "more; reporting what was done",
 			       "interrupted; reporting what was done" },
 };

@@ -17,7 +17,8 @@
  *   %e strerror(errnum)       %S the signal's name
  *   %t n ms as seconds        %b the release bound in seconds
  *   %B MR_READ_BOUND_MS       %r the cgroup's listings
- *   %a "kill" with --kill, else "release"
+ *   %a "kill" with --kill, else "release"       %A "killed", else "released"
+ *   %D "sent", else "released" (what an interrupted run does no more)
  *   %i the pidfs inode        %T the thread group
  *   %N the nice value asked for */
 static const struct mr_text reason_texts[] = {
@@ -95,6 +96,8 @@ static const char *field(const struct mr_fields *f, char c, char *tmp, size_t le
 	case 'r': snprintf(tmp, len, "%u", f->cgroup >= 0 ? run->cgroups[f->cgroup].rounds : 0);
 		return tmp;
 	case 'a': return run->cfg.kill ? "kill" : "release";
+	case 'A': return run->cfg.kill ? "killed" : "released";
+	case 'D': return run->cfg.kill ? "sent" : "released";
 	case 'i': snprintf(tmp, len, "%llu", f->t ? (unsigned long long)f->t->ino : 0ULL); return tmp;
 	case 'T': snprintf(tmp, len, "%d", f->t ? (int)f->t->tgid : 0); return tmp;
 	case 'f': return f->t && f->t->fig_file ? f->t->fig_file : "?";

@@ -179,7 +179,9 @@ void mr_finish(struct mr_act *a)
 		}
 		undying += t->state == MR_LEFT_OUT && t->reason == MR_R_NOT_DYING;
 		left_out += t->state == MR_LEFT_OUT;
-		given_up += t->figures == MR_FIG_GIVEN_UP && t->state != MR_LEFT_OUT;
+		/* Those the interruption left unfinished are said by its note. */
+		given_up += t->figures == MR_FIG_GIVEN_UP && t->state != MR_LEFT_OUT &&
+			    t->state != MR_INTERRUPTED;
 		mr_target_close(t);
 	}
 	unreached(a);

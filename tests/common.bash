@@ -131,11 +131,11 @@ frozen_in_pidns() {
 		'"$1" "$FREEZER" "${@:2}"
 }
 
-# dying_in_pidns SCRIPT: as frozen_in_pidns, with $D sent SIGKILL first
-# (dying, its memory held).
+# dying_in_pidns SCRIPT [ARG...]: as frozen_in_pidns, with $D sent SIGKILL
+# first (dying, its memory held).
 dying_in_pidns() {
 	frozen_in_pidns 'kill -9 $D
-		'"$1"
+		'"$1" "${@:2}"
 }
 
 # dying_rss: the VmRSS that frozen_in_pidns read for its victims, in

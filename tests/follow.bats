@@ -44,6 +44,30 @@ setup() {
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" ""
 }
 
+@test "--follow: SIGTERM in the middle of a sweep says it released nothing more, and kills nothing" {
+	freezer_cgroup
+	shim_env 'openat:/proc/[0-9]*/status:3000:1'
+	# The sweep's reading of the dying victim is held (3 s); SIGTERM comes
+	# then.
+	run -0 --separate-stderr dying_in_pidns '
+		"${@:5}" "$1" --follow --json --interval 0.2 >"$3/out" 2>"$3/err" & F=$!
+		wait_until 100 test -s "$3/shim.fired" || exit 96
+		kill -TERM $F
+		wait $F
+		echo $? >"$3/status"' "${SHIM_ENV[@]}"
+	shim_fired
+	dying_rss
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/status")" 0
+	((LIVING_KB > 3000)) || fail "the living victim holds $LIVING_KB KiB"
+	run -0 cat "$BATS_TEST_TMPDIR/err"
+	assert_output "mrelease: interrupted with 1 target unfinished; released nothing more; reporting what was done"
+	output=$(cat "$BATS_TEST_TMPDIR/out")
+	jq -se 'map(select(.type == "sweep")) | length >= 1 and all(.released == 0)' <<<"$output" >/dev/null ||
+		fail "sweep objects: $output"
+	jq -se 'last | .type == "summary" and .released == 0' <<<"$output" >/dev/null ||
+		fail "summary: $output"
+}
+
 @test "--follow --json: NDJSON, a release object as in the one-shot document, a sweep object each, the summary last" {
 	freezer_cgroup
 	run -0 --separate-stderr frozen_in_pidns '
