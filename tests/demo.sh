@@ -38,16 +38,23 @@ echo "starting a victim that touches $size MiB ..."
 build/tests/mr-victim -m "$size" -r "$ready" &
 victim=$!
 trap cleanup EXIT
-while [ ! -s "$ready" ]; do
+for ((i = 0; i < 300; i++)); do
+	[ ! -s "$ready" ] || break
 	kill -0 "$victim"
 	sleep 0.1
 done
+[ -s "$ready" ] || { echo "demo.sh: the victim did not get ready in 30 s" >&2; exit 1; }
 
 if [ -n "$freezer" ]; then
 	cg=$(mktemp -d "$freezer/mrelease-demo.XXXXXX")
 	echo "$victim" >"$cg/cgroup.procs"
 	echo FROZEN >"$cg/freezer.state"
-	sleep 0.2
+	for ((i = 0; i < 100; i++)); do
+		[ "$(cat "$cg/freezer.state")" != FROZEN ] || break
+		sleep 0.1
+	done
+	[ "$(cat "$cg/freezer.state")" = FROZEN ] ||
+		{ echo "demo.sh: the victim was not frozen in 10 s" >&2; exit 1; }
 	kill -9 "$victim"
 	sleep 1
 	echo "victim $victim is frozen (as if stuck in D state) and was sent SIGKILL 1 s ago;"
