@@ -40,7 +40,7 @@ setup() {
 	run -0 cat "$BATS_TEST_TMPDIR/out"
 	assert_equal "$(grep -c ' mr-victim .* released$' <<<"$output")" 1
 	assert_line --index 0 --regexp '^WHEN +PID COMM +RSS BEFORE +FREED +TIME STATUS$'
-	assert_line --regexp '^[0-9TZ:-]+ [0-9]+ sweeps \([0-9]+ on pressure, [0-9]+ on the timer\): 1 released, 0 failed, 1[0-9.]+M freed$'
+	assert_line --regexp '^[0-9TZ:-]+ [0-9]+ sweeps \([0-9]+ on pressure, [0-9]+ on the timer\): 1 released, 0 failed, [1-9][0-9.]*M freed$'
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" ""
 }
 
@@ -128,6 +128,7 @@ setup() {
 }
 
 @test "--follow keeps its memory flat: RSS after 1000 sweeps within 1 MiB of after 10" {
+	[ "${MR_SANITIZE:-OFF}" != ON ] || skip "RSS means nothing under AddressSanitizer (its quarantine keeps what is freed)"
 	freezer_cgroup
 	run -0 --separate-stderr frozen_in_pidns '
 		kill -9 $D
