@@ -86,16 +86,14 @@ setup() {
 
 @test "a line pasted from /proc/PID/cgroup names its cgroup, v2 or v1" {
 	need_v2
-	local mem line
+	local line
 	start_victim -m 1
 	make_cgroup "$V2"
 	join "$CG" "$VPID"
 	line=$(grep '^0::' "/proc/$VPID/cgroup")
 	run -0 --separate-stderr "$MRELEASE" --dry-run --kill --json --cgroup "$line"
 	json_ok ".cgroups[0].path == \"$CG\" and .targets[0].pid == $VPID"
-	mem=$(cgroup_v1_mount memory)
-	[ -n "$mem" ] || skip "needs the cgroup v1 memory controller"
-	make_cgroup "$mem"
+	v1_cgroup memory
 	join "$CG" "$VPID"
 	line=$(grep ':memory:' "/proc/$VPID/cgroup")
 	run -0 --separate-stderr "$MRELEASE" --dry-run --kill --json --cgroup "$line"
@@ -141,10 +139,8 @@ setup() {
 # only process_mrelease can give their memory back, so the cgroup's own
 # counter must drop. Run with --jobs 1 and --jobs 2.
 v1_release() {
-	local mem cg i pids=()
-	mem=$(cgroup_v1_mount memory)
-	[ -n "$mem" ] || skip "needs the cgroup v1 memory controller"
-	make_cgroup "$mem"
+	local cg i pids=()
+	v1_cgroup memory
 	cg=$CG
 	start_victims 4 -m 12
 	pids=("${PIDS[@]}")
@@ -170,10 +166,8 @@ v1_release() {
 }
 
 @test "v1: the cgroup's memory counter drops when its members are released" {
-	local mem cg pids=()
-	mem=$(cgroup_v1_mount memory)
-	[ -n "$mem" ] || skip "needs the cgroup v1 memory controller"
-	make_cgroup "$mem"
+	local cg pids=()
+	v1_cgroup memory
 	cg=$CG
 	# Join first, then touch, so the pages are charged to this cgroup.
 	local ready=$BATS_TEST_TMPDIR/charged

@@ -348,6 +348,16 @@ cgroup_v1_mount() {
 	cgroup_mounts cgroup "$1" | head -n 1
 }
 
+# v1_cgroup CONTROLLER: a fresh cgroup in the v1 hierarchy of CONTROLLER,
+# in $CG (make_cgroup); the test is skipped where there is none. Not to be
+# called in $(...).
+v1_cgroup() {
+	local mnt
+	mnt=$(cgroup_v1_mount "$1")
+	[ -n "$mnt" ] || skip "needs the cgroup v1 $1 controller"
+	make_cgroup "$mnt"
+}
+
 # The cgroup2 mount, for every test; empty where there is none (need_v2
 # skips then).
 V2=$(cgroup2_mount)

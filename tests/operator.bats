@@ -299,10 +299,7 @@ setup() {
 }
 
 @test "a cgroup's total comes from its own memory counter" {
-	local v1
-	v1=$(cgroup_v1_mount memory)
-	[ -n "$v1" ] || skip "needs the cgroup v1 memory controller"
-	make_cgroup "$v1"
+	v1_cgroup memory
 	local mem=$CG
 	# Born in the cgroup, so that its pages are charged to it.
 	bash -c 'echo $$ >"$1/cgroup.procs"; exec "$2" -m 16 -C 2 -r "$3/r"' bash "$mem" "$MR_VICTIM" \

@@ -293,10 +293,7 @@ rm_deep() {
 # --- contract 2: kill until empty --------------------------------------------
 
 @test "contract 2: v1, a fork bomb bounded by pids.max is killed until empty" {
-	local pids
-	pids=$(cgroup_v1_mount pids)
-	[ -n "$pids" ] || skip "needs the cgroup v1 pids controller"
-	make_cgroup "$pids"
+	v1_cgroup pids
 	at_teardown kill_all_in "$CG"
 	echo 80 >"$CG/pids.max"
 	# Each process forks two that fork two...: the bomb stays at pids.max.
@@ -707,11 +704,9 @@ joins_during() {
 # in_pids_cgroup MAX COMMAND...: run COMMAND in a v1 pids cgroup that allows
 # MAX tasks.
 in_pids_cgroup() {
-	local mnt max=$1
+	local max=$1
 	shift
-	mnt=$(cgroup_v1_mount pids)
-	[ -n "$mnt" ] || skip "needs the cgroup v1 pids controller"
-	make_cgroup "$mnt"
+	v1_cgroup pids
 	echo "$max" >"$CG/pids.max"
 	run --separate-stderr bash -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$CG" "$@"
 }
@@ -733,10 +728,7 @@ in_pids_cgroup() {
 @test "with no thread, SIGINT during a release stops the run after it: nothing more is released" {
 	start_victims 3 -m 2
 	freeze_victim "${PIDS[@]}"
-	local mnt
-	mnt=$(cgroup_v1_mount pids)
-	[ -n "$mnt" ] || skip "needs the cgroup v1 pids controller"
-	make_cgroup "$mnt"
+	v1_cgroup pids
 	echo 1 >"$CG/pids.max"
 	shim_env "process_mrelease:*:1500:0"
 	bg bash -c 'echo $$ >"$1/cgroup.procs" && exec "${@:2}"' bash "$CG" \

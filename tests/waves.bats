@@ -86,10 +86,7 @@ all_released() {
 }
 
 @test "v1: a cgroup of 40 under the limit is killed until empty, every member released" {
-	local v1
-	v1=$(cgroup_v1_mount memory)
-	[ -n "$v1" ] || skip "needs the cgroup v1 memory controller"
-	make_cgroup "$v1"
+	v1_cgroup memory
 	local cg=$CG
 	start_victims 40 -m 1
 	join "$cg" "${PIDS[@]}"
