@@ -270,9 +270,8 @@ int mr_run_jobs(struct mr_act *a, enum mr_job_kind kind, const size_t *items, si
 		int64_t wake, now = mr_now_us();
 		struct mr_job *done;
 		enum give_up why;
-		int step, r;
-
 		size_t first = busy;
+		int step, r;
 
 		while (next < n && busy < window) {
 			struct job *j = job_new(a, kind, items[next]);

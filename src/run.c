@@ -150,9 +150,9 @@ static unsigned int plan_jobs(const struct mr_act *a)
 }
 
 /* How many pidfds fit at once, beside what the run keeps aside for itself,
- * its pool and its threads (counted before they start); and the descriptor table grown to hold a wave of them,
- * each with the duplicate its release job takes, while mrelease has one
- * thread (mr_fd_grow). */
+ * its pool and its threads (counted before they start); and the descriptor
+ * table grown to hold a wave of them, each with the duplicate its release
+ * job takes, while mrelease has one thread (mr_fd_grow). */
 static void room(struct mr_act *a, unsigned int jobs)
 {
 	struct mr_run *run = a->run;
