@@ -31,15 +31,18 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	fclose(f);
 	path = strndup(nul ? (const char *)nul + 1 : "", nul ? size - mlen - 1 : 0);
 	if (path && mr_cgroup_resolve(&ms, path, &cg, tried, sizeof(tried), other, sizeof(other)) == 0) {
-		bool mount = false;
+		bool whole = false, part = false;
 
-		/* What resolves is an absolute path without "..", and it is a
-		 * root exactly when it is a mount point. */
+		/* What resolves is an absolute path without "..". It is a root
+		 * only at the mount point of a whole hierarchy (a mount whose
+		 * own root is "/"), and always there, unless a mount of a
+		 * subtree shares that mount point. */
 		if (cg.path[0] != '/' || strstr(cg.path, "/../"))
 			abort();
 		for (size_t i = 0; i < ms.n; i++)
-			mount |= strcmp(ms.m[i].path, cg.path) == 0;
-		if (mount != cg.root)
+			if (strcmp(ms.m[i].path, cg.path) == 0)
+				*(strcmp(ms.m[i].root, "/") == 0 ? &whole : &part) = true;
+		if ((cg.root && !whole) || (!cg.root && whole && !part))
 			abort();
 		mr_cgroup_free(&cg);
 	}
