@@ -42,29 +42,39 @@ static ssize_t read_proc(const char *proc, pid_t pid, const char *file, char *bu
 	return mr_read_file(path, buf, len);
 }
 
+/* Field n (4 and up, as proc(5) numbers them) of a /proc/PID/stat text, as
+ * an unsigned number: the fields go on after the last ")". */
+static int stat_field(const char *buf, int n, unsigned long *v)
+{
+	const char *p = strrchr(buf, ')');
+	char *end;
+
+	if (!p || p[1] != ' ')
+		return -EIO;
+	p += 2;
+	for (int i = 3; i < n; i++) {
+		if (!(p = strchr(p, ' ')))
+			return -EIO;
+		p++;
+	}
+	errno = 0;
+	*v = strtoul(p, &end, 10);
+	return end == p || errno || (*end != ' ' && *end != '\n' && *end) ? -EIO : 0;
+}
+
 /* The fields of /proc/PID/stat a target is checked with. The name is in
  * parentheses and may hold anything, ")" and blanks included: the fields
  * go on after the last ")". buf is changed. */
 int mr_parse_stat(char *buf, char comm[MR_COMM_LEN], char *state, pid_t *ppid,
 		  unsigned long *flags)
 {
-	char *open = strchr(buf, '('), *close = strrchr(buf, ')'), *p, *end;
-	long pp;
+	char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+	unsigned long pp;
 
-	if (!open || !close || close < open || close[1] != ' ' || !close[2] || close[3] != ' ')
+	if (!open || !close || close < open || close[1] != ' ' || !close[2] || close[3] != ' ' ||
+	    stat_field(buf, 4, &pp) || pp > MR_PID_MAX || stat_field(buf, 9, flags))
 		return -EIO;
 	*state = close[2];
-	p = close + 4;
-	/* ppid, then pgrp, session, tty_nr and tpgid, then flags. */
-	errno = 0;
-	pp = strtol(p, &end, 10);
-	for (int skip = 0; skip < 4 && end != p && *end == ' '; skip++)
-		(void)strtol(p = end + 1, &end, 10);
-	if (end == p || *end != ' ' || errno || pp < 0 || pp > MR_PID_MAX)
-		return -EIO;
-	*flags = strtoul(end + 1, &p, 10);
-	if (p == end + 1 || errno)
-		return -EIO;
 	*close = '\0';
 	snprintf(comm, MR_COMM_LEN, "%s", open + 1);
 	*ppid = (pid_t)pp;
@@ -150,26 +160,6 @@ static bool kill_pending(const char *buf, const char *key)
 	const char *p = strstr(buf, key);
 
 	return p && (strtoull(p + strlen(key), NULL, 16) & (1ULL << (SIGKILL - 1)));
-}
-
-/* Field n (4 and up, as proc(5) numbers them) of a /proc/PID/stat text, as
- * an unsigned number: the fields go on after the last ")". */
-static int stat_field(const char *buf, int n, unsigned long *v)
-{
-	const char *p = strrchr(buf, ')');
-	char *end;
-
-	if (!p || p[1] != ' ')
-		return -EIO;
-	p += 2;
-	for (int i = 3; i < n; i++) {
-		if (!(p = strchr(p, ' ')))
-			return -EIO;
-		p++;
-	}
-	errno = 0;
-	*v = strtoul(p, &end, 10);
-	return end == p || errno || (*end != ' ' && *end != '\n' && *end) ? -EIO : 0;
 }
 
 /* Whether a stat text says its process may be dying: its exit has begun
