@@ -260,10 +260,8 @@ enum { NOT_NEW = -2 };
 static void listed_free(struct mr_act *a, struct listed *x)
 {
 	for (size_t i = 0; x->fds && i < x->l.len; i++)
-		if (x->fds[i] >= 0) {
-			close(x->fds[i]);
-			a->room++;
-		}
+		if (x->fds[i] >= 0)
+			mr_close_spare(a, x->fds[i]);
 	free(x->fds);
 	mr_pidlist_free(&x->l);
 	*x = (struct listed){ 0 };
@@ -374,10 +372,8 @@ static int open_killed(struct mr_act *a, int c, struct listed *x)
 			break;
 		}
 		if (targeted(a, idx, n, x->l.v[i].pid, x->fds[i])) {
-			if (x->fds[i] >= 0) {
-				close(x->fds[i]);
-				a->room++;
-			}
+			if (x->fds[i] >= 0)
+				mr_close_spare(a, x->fds[i]);
 		} else if (x->fds[i] >= 0 || a->room || !(r = mr_make_room(a))) {
 			/* In the listing just before c's write, which killed it. */
 			if (!(r = open_listed(a, c, x->l.v[i].pid, x->fds[i], &t)) && t &&

@@ -242,25 +242,18 @@ size_t mr_fd_room(const char *proc, size_t reserve, size_t *used, size_t *limit)
 	return *limit > *used + reserve ? *limit - *used - reserve : 0;
 }
 
-/* The descriptor table made to hold n descriptors (at most the soft
- * limit), best effort. Meant for while mrelease has one thread: the
- * kernel grows a table that threads share only after an RCU grace period,
- * milliseconds each time it doubles, where a table of one thread grows at
- * once. */
+/* The descriptor table made to hold n descriptors (n no more than the soft
+ * limit, or the kernel refuses), best effort. Meant for while mrelease has
+ * one thread: the kernel grows a table that threads share only after an
+ * RCU grace period, milliseconds each time it doubles, where a table of
+ * one thread grows at once. */
 void mr_fd_grow(size_t n)
 {
-	struct rlimit rl;
 	int fd, high;
 
-	if (getrlimit(RLIMIT_NOFILE, &rl) || n < 2)
+	if (n < 2 || (fd = open("/", O_PATH | O_CLOEXEC)) < 0)
 		return;
-	if (rl.rlim_cur != RLIM_INFINITY && n > rl.rlim_cur)
-		n = (size_t)rl.rlim_cur;
-	if (n > INT_MAX)
-		n = INT_MAX;
-	if ((fd = open("/", O_PATH | O_CLOEXEC)) < 0)
-		return;
-	if ((high = fcntl(fd, F_DUPFD_CLOEXEC, (int)n - 1)) >= 0)
+	if ((high = fcntl(fd, F_DUPFD_CLOEXEC, n > INT_MAX ? INT_MAX - 1 : (int)n - 1)) >= 0)
 		close(high);
 	close(fd);
 }

@@ -156,12 +156,13 @@ static unsigned int plan_jobs(const struct mr_act *a)
 static void room(struct mr_act *a, unsigned int jobs)
 {
 	struct mr_run *run = a->run;
-	size_t wave;
+	size_t wave, want;
 
 	a->fd_kept = MR_FD_RESERVE + MR_FD_POOL + (size_t)jobs * MR_FD_PER_THREAD;
 	a->room = a->most = mr_fd_room(run->cfg.proc, a->fd_kept, &a->fd_used, &a->fd_limit);
 	wave = a->room < a->npicks ? a->room : a->npicks;
-	mr_fd_grow(a->fd_used + a->fd_kept + 2 * wave);
+	want = a->fd_used + a->fd_kept + 2 * wave;
+	mr_fd_grow(want < a->fd_limit ? want : a->fd_limit);
 }
 
 static int start_pool(struct mr_act *a, unsigned int jobs)
@@ -234,6 +235,13 @@ void mr_take_room(struct mr_act *a)
 	if (!a->in_wave)
 		a->run->waves++;
 	a->in_wave = true;
+}
+
+/* A pidfd held for no target, closed: one more fits. */
+void mr_close_spare(struct mr_act *a, int fd)
+{
+	close(fd);
+	a->room++;
 }
 
 /* The end of a wave: what it killed (or, without --kill, what it opened)

@@ -89,6 +89,7 @@ void mr_begin(struct mr_act *a);
 struct mr_pidx *mr_index_targets(const struct mr_run *run);
 ssize_t mr_find_target(const struct mr_pidx *v, size_t n, pid_t pid);
 void mr_take_room(struct mr_act *a);
+void mr_close_spare(struct mr_act *a, int fd);
 int mr_end_wave(struct mr_act *a);
 int mr_make_room(struct mr_act *a);
 
