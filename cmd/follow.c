@@ -57,12 +57,6 @@ static void now_text(char *text, size_t tlen, char *json, size_t jlen)
 	snprintf(json + n, jlen - n, ".%06ldZ", ts.tv_nsec / 1000);
 }
 
-static const char *pressure_text(const struct mr_pressure *p, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s %u %u", p->full ? "full" : "some", p->stall_us, p->window_us);
-	return buf;
-}
-
 /* The triggers: one on each cgroup named, where every one is a cgroup v2
  * with memory.pressure; else one on the system (/proc/pressure/memory).
  * Where there is no PSI, --interval alone wakes the sweeps; without it,
@@ -89,7 +83,8 @@ static void open_triggers(const struct mr_options *o, const struct mr_run *run, 
 		if (fd == -EINVAL)
 			errx(MR_EXIT_USAGE, "%s: the kernel refuses the trigger '%s' (without "
 			     "CAP_SYS_RESOURCE the window must be a whole number of 2 s): give "
-			     "another with --pressure", mr_safe(file), pressure_text(&o->pressure, spec, sizeof(spec)));
+			     "another with --pressure", mr_safe(file),
+			     mr_pressure_text(&o->pressure, spec, sizeof(spec)));
 		if (!o->interval_ms)
 			errx(MR_EXIT_USAGE, "%s: %s: no memory pressure to wake on (PSI needs Linux 5.2 "
 			     "and is off with psi=0); give --interval SECONDS to sweep on a timer",
@@ -100,7 +95,7 @@ static void open_triggers(const struct mr_options *o, const struct mr_run *run, 
 	}
 	if (o->verbose && w->n)
 		warnx("waking on memory pressure '%s' of %s%s",
-		      pressure_text(&o->pressure, spec, sizeof(spec)),
+		      mr_pressure_text(&o->pressure, spec, sizeof(spec)),
 		      own ? "each cgroup named" : "the system", o->interval_ms ? ", and the timer" : "");
 	w->interval_us = (int64_t)o->interval_ms * 1000;
 	w->next_us = w->interval_us ? mr_now_us() + w->interval_us : 0;

@@ -313,21 +313,18 @@ static void refuse_secure_exec(void)
  * of another pid namespace numbers other processes with the same pids. */
 static void check_proc(const char *proc)
 {
+	static const char what_to_do[] = "what it reads there are not the processes it would "
+		"signal; refusing to run; mount a /proc for this pid namespace (unshare --pid "
+		"--fork --mount-proc, or mount -t proc proc /proc in a mount namespace of its own)";
 	pid_t seen;
 	int r = mr_proc_own(proc, &seen);
 
 	if (r == -EXDEV && seen)
 		errx(MR_EXIT_USAGE, "%s belongs to another pid namespace (%s/self names pid %d; "
-		     "mrelease is pid %d): what it reads there are not the processes it would "
-		     "signal; refusing to run; mount a /proc for this pid namespace (unshare "
-		     "--pid --fork --mount-proc, or mount -t proc proc /proc in a mount namespace "
-		     "of its own)", proc, proc, (int)seen, (int)getpid());
+		     "mrelease is pid %d): %s", proc, proc, (int)seen, (int)getpid(), what_to_do);
 	if (r == -EXDEV)
 		errx(MR_EXIT_USAGE, "%s belongs to another pid namespace (it does not show "
-		     "mrelease itself): what it reads there are not the processes it would signal; "
-		     "refusing to run; mount a /proc for this pid namespace (unshare --pid --fork "
-		     "--mount-proc, or mount -t proc proc /proc in a mount namespace of its own)",
-		     proc);
+		     "mrelease itself): %s", proc, what_to_do);
 	if (r == -ENODEV)
 		errx(MR_EXIT_USAGE, "%s is not a proc file system: mrelease reads the processes "
 		     "there; mount it (mount -t proc proc %s)", proc, proc);

@@ -429,6 +429,7 @@ int mr_cgroup_memory_kb(const struct mr_cgroup *cg, int64_t *kb);
 
 /* psi.c */
 int mr_parse_pressure(const char *s, struct mr_pressure *p);
+const char *mr_pressure_text(const struct mr_pressure *p, char *buf, size_t len);
 int mr_psi_trigger(const char *file, const struct mr_pressure *p);
 int mr_psi_wait(const int *fds, size_t n, int64_t deadline_us, const sigset_t *mask);
 

@@ -44,6 +44,13 @@ int mr_parse_pressure(const char *s, struct mr_pressure *p)
 	return 0;
 }
 
+/* p as the kernel and --pressure take it: "some|full STALL_US WINDOW_US". */
+const char *mr_pressure_text(const struct mr_pressure *p, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s %u %u", p->full ? "full" : "some", p->stall_us, p->window_us);
+	return buf;
+}
+
 /* A trigger on a pressure file (/proc/pressure/memory, or a cgroup v2's
  * memory.pressure): its descriptor, or -errno (-ENOENT: no PSI here;
  * -EOPNOTSUPP: PSI is off, psi=0; -EINVAL: a trigger the kernel refuses,
@@ -55,8 +62,7 @@ int mr_psi_trigger(const char *file, const struct mr_pressure *p)
 
 	if (fd < 0)
 		return -errno;
-	snprintf(spec, sizeof(spec), "%s %u %u", p->full ? "full" : "some", p->stall_us,
-		 p->window_us);
+	mr_pressure_text(p, spec, sizeof(spec));
 	/* The kernel takes the text with its NUL. */
 	if (write(fd, spec, strlen(spec) + 1) < 0) {
 		e = errno;
