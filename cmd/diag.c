@@ -38,12 +38,12 @@ static const struct mr_text note_texts[] = {
 			      "threads, or gone before they were opened", NULL },
 	[MR_N_NO_KCMP] = { true, "cannot tell which processes share an address space (kcmp: %e): "
 			   "the dry run takes the targets for sharing theirs with none", NULL },
-	[MR_N_WAVES] = { false, "%n waves: at most %m pidfds fit at once under the limit on open "
-			 "files (ulimit -n)", NULL },
+	[MR_N_BATCHES] = { false, "%n batches: at most %m pidfds fit at once under the limit on "
+			   "open files (ulimit -n); each phase went over every target", NULL },
 	[MR_N_NO_ROOM] = { true, "no room for a pidfd: %n descriptors are in use or kept aside, and "
 			   "the limit on open files is %m; raise it (ulimit -n, LimitNOFILE=)", NULL },
-	[MR_N_NO_GRACE] = { true, "cgroup %g: %n member%s got no %S first: they did not fit in a "
-			    "wave before the cgroup's kill (ulimit -n); killed with the rest", NULL },
+	[MR_N_THREADS_ROOM] = { false, "starting %n of %m worker threads: the limit on open files (ulimit "
+				"-n) leaves room for no more beside the pidfds", NULL },
 	[MR_N_INTERRUPTED] = { true, "interrupted with %n target%s unfinished; %D nothing "
 			       "more; reporting what was done",
 			       "interrupted; reporting what was done" },
@@ -72,17 +72,27 @@ static const struct {
 			       "run mrelease in the initial pid namespace, e.g. on the host" },
 };
 
-/* A note of run's, on stderr: always, or only with verbose. */
-void mr_report_note(const struct mr_run *run, const struct mr_note *n, bool verbose)
+/* A note of run's as a sentence, in buf: or NULL where it is said only
+ * with verbose. */
+const char *mr_note_text(const struct mr_run *run, const struct mr_note *n, bool verbose,
+			 char *buf, size_t len)
 {
 	const struct mr_text *x = &note_texts[n->kind];
 	struct mr_fields f = { .run = run, .pid = n->pid, .comm = n->comm, .cgroup = n->cgroup,
 			       .errnum = n->errnum, .sig = n->sig, .n = n->n, .m = n->m };
-	char buf[MR_SAFE_LEN];
 
 	if (!x->always && !verbose)
-		return;
-	warnx("%s", mr_expand(n->n == 0 && x->if_zero ? x->if_zero : x->fmt, &f, buf, sizeof(buf)));
+		return NULL;
+	return mr_expand(n->n == 0 && x->if_zero ? x->if_zero : x->fmt, &f, buf, len);
+}
+
+/* A note of run's, on stderr: always, or only with verbose. */
+void mr_report_note(const struct mr_run *run, const struct mr_note *n, bool verbose)
+{
+	char buf[MR_SAFE_LEN];
+
+	if (mr_note_text(run, n, verbose, buf, sizeof(buf)))
+		warnx("%s", buf);
 }
 
 void mr_report_refusal(const struct mr_run *run)

@@ -15,7 +15,7 @@
 #include "config.h"
 
 enum { OPT_NO_RECURSIVE = 0x100, OPT_FORCE, OPT_USAGE, OPT_DYING, OPT_FOLLOW, OPT_PRESSURE,
-       OPT_INTERVAL };
+       OPT_INTERVAL, OPT_NO_SIGNALS, OPT_NO_PRESSURE, OPT_SETTLE, OPT_METRICS };
 
 static const struct argp_option argp_options[] = {
 	{ "kill", 'k', NULL, 0, "Send SIGKILL through each pidfd (a v2 cgroup: cgroup.kill), "
@@ -51,14 +51,24 @@ static const struct argp_option argp_options[] = {
 	{ "json", 'J', NULL, 0, "Print one JSON document instead of the table", 4 },
 	{ "quiet", 'q', NULL, 0, "Print no report, only errors", 4 },
 	{ "verbose", 'v', NULL, 0, "Explain what was decided, fallbacks and retries on stderr", 4 },
-	{ "follow", OPT_FOLLOW, NULL, 0, "Run as a service: at each rise of memory pressure (or "
-	  "--interval), release every process that is dying, as --dying does; never send a "
-	  "signal; end on SIGINT, SIGTERM or SIGHUP with the totals", 5 },
+	{ "follow", OPT_FOLLOW, NULL, 0, "Run as a service: release each process killed on the "
+	  "host (by whoever) as it dies, and every dying process at each rise of memory pressure "
+	  "(or --interval), as --dying does; never send a signal; end on SIGINT, SIGTERM or "
+	  "SIGHUP with the totals", 5 },
+	{ "settle", OPT_SETTLE, "SECONDS", 0, "With --follow, a dying process whose exit may still "
+	  "need its memory (to mark the robust locks it holds) is released only once dying SECONDS "
+	  "(0 to 86400; default 2, as the kernel's OOM reaper waits; 0: every one at once); "
+	  "the others at once", 5 },
 	{ "pressure", OPT_PRESSURE, "SPEC", 0, "With --follow, the trigger: 'some|full STALL_US "
 	  "WINDOW_US' (default 'some 200000 2000000': tasks stalled on memory 200 ms within 2 s)",
 	  5 },
 	{ "interval", OPT_INTERVAL, "SECONDS", 0, "With --follow, also sweep every SECONDS (0.001 "
 	  "to 86400), whatever the pressure", 5 },
+	{ "no-signals", OPT_NO_SIGNALS, NULL, 0, "With --follow, do not watch for SIGKILLs", 5 },
+	{ "no-pressure", OPT_NO_PRESSURE, NULL, 0, "With --follow, do not wake on memory pressure",
+	  5 },
+	{ "metrics", OPT_METRICS, "FILE", 0, "With --follow, keep FILE up to date with its counters "
+	  "in Prometheus's text format (for node_exporter's textfile collector)", 5 },
 	{ "help", 'h', NULL, 0, "Give this help list", -1 },
 	{ NULL, '?', NULL, OPTION_ALIAS, NULL, 0 },
 	{ "usage", OPT_USAGE, NULL, 0, "Give a short usage message", -1 },
@@ -90,7 +100,7 @@ static const char doc[] =
 	"  kill -9 1234; mrelease 1234          free a killed process that is stuck\n"
 	"  mrelease --dying                     free every process already dying\n"
 	"  mrelease --kill --unit batch.service\n"
-	"  mrelease --follow --json                 a service: release what others kill\n"
+	"  mrelease --follow --json             a service: release what others kill\n"
 	"  pgrep -f worker | mrelease --kill --json -\n\n"
 	"See mrelease(1).";
 
@@ -138,7 +148,9 @@ static long parse_number(struct argp_state *state, const char *opt, const char *
 	return v;
 }
 
-static unsigned int parse_seconds(struct argp_state *state, const char *opt, const char *arg)
+/* Seconds, from min_ms (0 or 1) to MR_SECONDS_MAX, at most three decimals. */
+static unsigned int parse_seconds(struct argp_state *state, const char *opt, const char *arg,
+				  unsigned int min_ms)
 {
 	unsigned int ms;
 	int r = mr_parse_seconds(arg, MR_SECONDS_MAX, &ms);
@@ -146,9 +158,9 @@ static unsigned int parse_seconds(struct argp_state *state, const char *opt, con
 	if (r == -EDOM)
 		argp_error(state, "%s '%s': at most three decimals (milliseconds), such as 0.001",
 			   opt, mr_safe(arg));
-	if (r)
-		argp_error(state, "%s '%s': expected seconds from 0 to %d, such as 5 or 0.5", opt,
-			   mr_safe(arg), MR_SECONDS_MAX);
+	if (r || ms < min_ms)
+		argp_error(state, "%s '%s': expected seconds from %s to %d, such as 5 or 0.5", opt,
+			   mr_safe(arg), min_ms ? "0.001" : "0", MR_SECONDS_MAX);
 	return ms;
 }
 
@@ -161,7 +173,7 @@ static void parse_pressure(struct argp_state *state, struct mr_options *o, const
 			   "and a stall above 0 and no longer than the window", mr_safe(arg));
 	if (r)
 		argp_error(state, "--pressure '%s': expected some or full, a stall and a window in "
-			   "microseconds, such as 'some 100000 1000000'", mr_safe(arg));
+			   "microseconds, such as 'some 150000 2000000'", mr_safe(arg));
 	o->pressure_set = true;
 }
 
@@ -213,11 +225,21 @@ static void check_options(struct argp_state *state, const struct mr_options *o)
 	if (o->follow && (o->cfg.kill || o->cfg.grace || o->signal_set))
 		argp_error(state, "--follow never sends a signal: it releases what others killed; "
 			   "--kill, --grace and --signal cannot go with it");
+	if (o->follow && o->cfg.wait)
+		argp_error(state, "--follow never waits for an exit: one stuck process would hold "
+			   "every sweep after it; leave --wait out (a release that does not return is "
+			   "left behind after 1 s)");
 	if (o->follow && pids)
 		argp_error(state, "--follow finds the dying itself; give no PID (narrow it with "
 			   "--cgroup or --unit)");
-	if (!o->follow && (o->pressure_set || o->interval_ms))
-		argp_error(state, "--pressure and --interval go with --follow");
+	if (!o->follow && (o->pressure_set || o->interval_ms || o->no_signals || o->no_pressure ||
+			   o->settle_set || o->metrics))
+		argp_error(state, "--pressure, --interval, --settle, --no-signals, --no-pressure and "
+			   "--metrics go with --follow");
+	if (o->no_pressure && o->pressure_set)
+		argp_error(state, "--no-pressure and --pressure contradict each other");
+	if (o->metrics && !*o->metrics)
+		argp_error(state, "--metrics '': expected a file name");
 	if (o->json && o->quiet)
 		argp_error(state, "--json and --quiet contradict each other");
 	if (o->cfg.grace && !o->cfg.kill)
@@ -248,7 +270,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	switch (key) {
 	case 'k': cfg->kill = true; break;
 	case 'g':
-		cfg->grace_ms = parse_seconds(state, "--grace", arg);
+		cfg->grace_ms = parse_seconds(state, "--grace", arg, 0);
 		cfg->grace = true;
 		break;
 	case 's':
@@ -262,10 +284,15 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_DYING: cfg->dying = true; break;
 	case OPT_FOLLOW: o->follow = cfg->dying = true; break;
 	case OPT_PRESSURE: parse_pressure(state, o, arg); break;
+	case OPT_NO_SIGNALS: o->no_signals = true; break;
+	case OPT_NO_PRESSURE: o->no_pressure = true; break;
+	case OPT_SETTLE:
+		o->settle_ms = parse_seconds(state, "--settle", arg, 0);
+		o->settle_set = true;
+		break;
+	case OPT_METRICS: o->metrics = arg; break;
 	case OPT_INTERVAL:
-		if (!(o->interval_ms = parse_seconds(state, "--interval", arg)))
-			argp_error(state, "--interval '%s': expected seconds above 0, such as 0.5 or 10",
-				   mr_safe(arg));
+		o->interval_ms = parse_seconds(state, "--interval", arg, 1);
 		break;
 	case OPT_NO_RECURSIVE: cfg->recursive = false; break;
 	case OPT_FORCE:
@@ -281,7 +308,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'j': cfg->jobs = (unsigned int)parse_number(state, "--jobs", arg, 1, 1024); break;
 	case 'm': parse_measure(state, cfg, arg); break;
 	case 'w':
-		cfg->wait_ms = parse_seconds(state, "--wait", arg);
+		cfg->wait_ms = parse_seconds(state, "--wait", arg, 0);
 		cfg->wait = true;
 		break;
 	case 'd': cfg->dry_run = true; break;
@@ -513,6 +540,8 @@ static void resolve_cgroups(const struct mr_options *o, struct mr_run *run)
 
 static void report(const struct mr_options *o, const struct mr_run *run)
 {
+	if (o->stdout_closed && !o->quiet)
+		warnx("standard output was closed: the report went nowhere");
 	mr_report_diagnostics(run, o->verbose);
 	if (o->json)
 		mr_report_json(stdout, run);
@@ -524,13 +553,13 @@ static void report(const struct mr_options *o, const struct mr_run *run)
 
 /* Done and not done, over the targets and the cgroups killed until empty
  * that were not emptied. */
-static int exit_status(const struct mr_run *run, int r)
+static int exit_status(const struct mr_options *o, const struct mr_run *run, int r)
 {
 	size_t done = 0, all = mr_selected(run);
 
 	if (run->refused.what)
 		return MR_EXIT_USAGE;
-	if (r || ferror(stdout) || ferror(stderr))
+	if (r || ferror(stdout) || ferror(stderr) || (o->stdout_closed && !o->quiet))
 		return MR_EXIT_FATAL;
 	for (size_t i = 0; i < run->ntargets; i++)
 		done += mr_target_done(&run->targets[i]);
@@ -545,6 +574,7 @@ int main(int argc, char **argv)
 {
 	struct mr_options o = {
 		.pressure = { .full = false, .stall_us = 200000, .window_us = 2000000 },
+		.settle_ms = 2000,
 		.cfg = {
 			.recursive = true,
 			.first_signal = SIGTERM,
@@ -558,6 +588,10 @@ int main(int argc, char **argv)
 	struct mr_run run;
 	int r, status;
 
+	/* Closed, they would be taken by the first descriptors opened. */
+	if ((r = mr_std_fds()) < 0)
+		exit(MR_EXIT_FATAL);
+	o.stdout_closed = r & (1 << STDOUT_FILENO);
 	refuse_secure_exec();
 	argp_err_exit_status = MR_EXIT_USAGE;
 	/* getopt names the program by argv[0]; say "mrelease" as err(3) does. */
@@ -591,7 +625,7 @@ int main(int argc, char **argv)
 	mr_report_refusal(&run);
 	if (r)
 		warnx("%s: %s; reported what was done", mr_safe(run.fatal), strerror(-r));
-	status = exit_status(&run, r);
+	status = exit_status(&o, &run, r);
 	mr_release_signals(run.interrupted);
 out:
 	mr_run_free(&run);

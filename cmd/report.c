@@ -11,8 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "config.h"
 
 enum vtype { V_INT, V_KIB, V_USEC, V_STR, V_BOOL };
 
@@ -80,7 +82,7 @@ enum summary_field {
 	S_TARGETS, S_RELEASED, S_EXITED, S_FAILED, S_INTERRUPTED, S_PREDICTED, S_LEFT_OUT,
 	S_RSS_BEFORE, S_RSS_AFTER, S_FREED, S_FREED_BASIS, S_RELEASED_KB, S_EXITED_KB,
 	S_MEM_AVAILABLE_DELTA, S_ELAPSED_US, S_KILL_US, S_NICE_APPLIED, S_AFFINITY_APPLIED,
-	S_DRY_RUN, S_FIRST_SIGNAL, S_GRACE_MS, S_WAVES, S_NFIELDS
+	S_DRY_RUN, S_FIRST_SIGNAL, S_GRACE_MS, S_BATCHES, S_CGROUP_FREED, S_NFIELDS
 };
 static const struct field summary_fields[] = {
 	[S_TARGETS] = { "targets", NULL, false, V_INT },
@@ -104,13 +106,18 @@ static const struct field summary_fields[] = {
 	[S_DRY_RUN] = { "dry_run", NULL, false, V_BOOL },
 	[S_FIRST_SIGNAL] = { "first_signal", NULL, false, V_STR },
 	[S_GRACE_MS] = { "grace_ms", NULL, false, V_INT },
-	[S_WAVES] = { "waves", NULL, false, V_INT },
+	[S_BATCHES] = { "batches", NULL, false, V_INT },
+	[S_CGROUP_FREED] = { "cgroup_freed_kb", NULL, false, V_KIB },
 };
 
 /* What the freed total is made of: the cgroups' own memory counters where
  * every target is in one; PSS with --measure=smaps (a page shared between
  * targets counted once); otherwise a sum of RSS, which counts such a page
- * once for each target that maps it. */
+ * once for each target that maps it. A counter never hides what the rows
+ * released: a page stays charged to the cgroup where it was first touched
+ * (a process that moved in brought no charge), so where the counters fell
+ * by less than half of what the rows released, the headline is the rows'
+ * sum, and the counters' fall is said beside it. */
 enum basis { B_CGROUP, B_PSS, B_RSS };
 static const char *const basis_names[] = { [B_CGROUP] = "cgroup", [B_PSS] = "pss", [B_RSS] = "rss_sum" };
 static const char *const basis_texts[] = {
@@ -137,7 +144,7 @@ static const char *const kill_names[] = {
 };
 
 /* The rows in pid order: the targets, less those left out; the named pids
- * with no process, and the selected pids no wave reached (the run stopped
+ * with no process, and the selected pids no batch reached (the run stopped
  * first), made into targets as they are reached. NULL at the end. */
 struct rows {
 	const struct mr_run *run;
@@ -379,8 +386,11 @@ static void summarize(const struct mr_run *run, struct summary *s)
 	if (freed == MR_UNKNOWN)
 		s->count[S_RELEASED_KB] = s->count[S_EXITED_KB] = MR_UNKNOWN;
 	s->count[S_FREED] = run->sent ? freed : MR_UNKNOWN;
-	if (run->sent && cgroup_freed(run) != MR_UNKNOWN) {
-		s->count[S_FREED] = cgroup_freed(run);
+	s->count[S_CGROUP_FREED] = run->sent ? cgroup_freed(run) : MR_UNKNOWN;
+	if (s->count[S_CGROUP_FREED] != MR_UNKNOWN &&
+	    (s->count[S_RELEASED_KB] == MR_UNKNOWN ||
+	     s->count[S_CGROUP_FREED] >= s->count[S_RELEASED_KB] / 2)) {
+		s->count[S_FREED] = s->count[S_CGROUP_FREED];
 		s->basis = B_CGROUP;
 	}
 	s->count[S_MEM_AVAILABLE_DELTA] =
@@ -391,7 +401,7 @@ static void summarize(const struct mr_run *run, struct summary *s)
 	s->count[S_AFFINITY_APPLIED] = run->cfg.sched.set_affinity ? run->affinity_applied : MR_UNKNOWN;
 	s->count[S_DRY_RUN] = run->cfg.dry_run;
 	s->count[S_GRACE_MS] = run->cfg.grace ? run->cfg.grace_ms : MR_UNKNOWN;
-	s->count[S_WAVES] = run->waves;
+	s->count[S_BATCHES] = run->batches;
 }
 
 /* ---- text ---------------------------------------------------------------- */
@@ -540,6 +550,12 @@ void mr_report_text(FILE *out, const struct mr_run *run)
 	if (s.count[S_FREED] != MR_UNKNOWN && (s.count[S_TARGETS] > 1 || s.basis != B_RSS)) {
 		human_kib(buf, sizeof(buf), s.count[S_FREED]);
 		fprintf(out, "Freed: %s %s\n", buf, basis_texts[s.basis]);
+		if (s.basis != B_CGROUP && s.count[S_CGROUP_FREED] != MR_UNKNOWN) {
+			human_kib(buf, sizeof(buf), s.count[S_CGROUP_FREED]);
+			fprintf(out, "The cgroups' memory counters fell by only %s: a page stays "
+				"charged to the cgroup it was first touched in, and not all of their "
+				"members' pages were\n", buf);
+		}
 	}
 	if (run->cfg.dry_run && run->cfg.grace)
 		fprintf(out, "Dry run, nothing sent: the run would send %s, give the targets up to "
@@ -644,6 +660,69 @@ static void follow_line(FILE *out, const char *when, const char *const *cells)
 	fputc('\n', out);
 }
 
+const char *const mr_trigger_names[MR_T_COUNT] = {
+	[MR_T_START] = "start", [MR_T_SIGNALS] = "signals", [MR_T_SETTLE] = "settle",
+	[MR_T_LOST] = "lost",
+	[MR_T_PRESSURE] = "pressure", [MR_T_TIMER] = "timer",
+};
+const char *const mr_source_names[MR_SRC_COUNT] = {
+	[MR_SRC_SIGNALS] = "signals", [MR_SRC_PRESSURE] = "pressure", [MR_SRC_TIMER] = "timer",
+};
+/* The sources as a sentence says them. */
+static const char *const source_texts[MR_SRC_COUNT] = {
+	[MR_SRC_SIGNALS] = "signals", [MR_SRC_PRESSURE] = "pressure",
+	[MR_SRC_TIMER] = "the timer",
+};
+
+/* The first record: what wakes the sweeps, and why each other source does
+ * not. NDJSON: {"type":"start", ..., "sources":[...], "declined":{...}}. */
+void mr_report_follow_start(FILE *out, const struct mr_follow_start *st, const char *when)
+{
+	const struct mr_options *o = st->o;
+	char spec[64];
+	bool first = true;
+
+	if (!o->json) {
+		fprintf(out, "%-20s following: waking on", when);
+		for (int i = 0; i < MR_SRC_COUNT; i++)
+			if (st->used[i]) {
+				fprintf(out, "%s %s", first ? "" : " and", source_texts[i]);
+				first = false;
+			}
+		for (int i = 0; i < MR_SRC_COUNT; i++)
+			if (!st->used[i])
+				fprintf(out, "; not on %s: %s", source_texts[i], mr_safe(st->declined[i]));
+		fputc('\n', out);
+		return;
+	}
+	fprintf(out, "{\"type\":\"start\",\"time\":");
+	mr_json_string(out, when);
+	fprintf(out, ",\"version\":\"%s\",\"pid\":%d,\"sources\":[", MR_VERSION, (int)getpid());
+	for (int i = 0; i < MR_SRC_COUNT; i++)
+		if (st->used[i]) {
+			fprintf(out, "%s\"%s\"", first ? "" : ",", mr_source_names[i]);
+			first = false;
+		}
+	fputs("],\"declined\":{", out);
+	first = true;
+	for (int i = 0; i < MR_SRC_COUNT; i++)
+		if (!st->used[i]) {
+			fprintf(out, "%s\"%s\":", first ? "" : ",", mr_source_names[i]);
+			mr_json_string(out, st->declined[i]);
+			first = false;
+		}
+	fprintf(out, "},\"settle_ms\":%u,\"pressure\":", o->settle_ms);
+	if (st->used[MR_SRC_PRESSURE])
+		mr_json_string(out, mr_pressure_text(&o->pressure, spec, sizeof(spec)));
+	else
+		fputs("null", out);
+	if (o->interval_ms)
+		fprintf(out, ",\"interval_ms\":%u", o->interval_ms);
+	else
+		fputs(",\"interval_ms\":null", out);
+	fprintf(out, ",\"dry_run\":%s}\n", o->cfg.dry_run ? "true" : "false");
+}
+
 void mr_report_follow_header(FILE *out)
 {
 	const char *cells[MR_NELEMS(follow_columns)];
@@ -699,7 +778,7 @@ static struct val sweep_value(const struct mr_run *run, const void *row, int id,
 	(void)run, (void)text, (void)buf, (void)len;
 	switch ((enum sweep_field)id) {
 	case W_SWEEP: return num((int64_t)w->number);
-	case W_TRIGGER: return str(w->trigger);
+	case W_TRIGGER: return str(mr_trigger_names[w->trigger]);
 	case W_NOT_DYING: return num((int64_t)w->not_dying);
 	case W_TARGETS: return num((int64_t)w->targets);
 	case W_RELEASED: return num((int64_t)w->released);
@@ -718,14 +797,37 @@ void mr_report_sweep(FILE *out, const struct mr_sweep *w, const char *when)
 	fputc('\n', out);
 }
 
-enum totals_field { F_SWEEPS, F_ON_PRESSURE, F_ON_INTERVAL, F_RELEASED, F_FAILED, F_FREED };
+/* A warning or an error, as a record of the stream: with --follow --json,
+ * every line on standard output is one JSON object, warnings and errors
+ * included, so that a journal of them reads as NDJSON. */
+void mr_report_message(FILE *out, const char *type, const char *message, const char *when)
+{
+	fprintf(out, "{\"type\":\"%s\",\"time\":", type);
+	mr_json_string(out, when);
+	fputs(",\"message\":", out);
+	mr_json_string(out, message);
+	fputs("}\n", out);
+}
+
+enum totals_field {
+	F_SWEEPS, F_ON_START, F_ON_SIGNALS, F_ON_SETTLE, F_ON_LOST, F_ON_PRESSURE, F_ON_TIMER,
+	F_RELEASED,
+	F_FAILED, F_FREED, F_EVENTS, F_LOST, F_DROPPED,
+};
 static const struct field totals_fields[] = {
 	[F_SWEEPS] = { "sweeps", NULL, false, V_INT },
+	[F_ON_START] = { "on_start", NULL, false, V_INT },
+	[F_ON_SIGNALS] = { "on_signals", NULL, false, V_INT },
+	[F_ON_SETTLE] = { "on_settle", NULL, false, V_INT },
+	[F_ON_LOST] = { "on_lost", NULL, false, V_INT },
 	[F_ON_PRESSURE] = { "on_pressure", NULL, false, V_INT },
-	[F_ON_INTERVAL] = { "on_interval", NULL, false, V_INT },
+	[F_ON_TIMER] = { "on_timer", NULL, false, V_INT },
 	[F_RELEASED] = { "released", NULL, false, V_INT },
 	[F_FAILED] = { "failed", NULL, false, V_INT },
 	[F_FREED] = { "freed_kb", NULL, false, V_KIB },
+	[F_EVENTS] = { "signal_events", NULL, false, V_INT },
+	[F_LOST] = { "signal_events_lost", NULL, false, V_INT },
+	[F_DROPPED] = { "records_dropped", NULL, false, V_INT },
 };
 
 static struct val totals_value(const struct mr_run *run, const void *row, int id, bool text,
@@ -736,11 +838,18 @@ static struct val totals_value(const struct mr_run *run, const void *row, int id
 	(void)run, (void)text, (void)buf, (void)len;
 	switch ((enum totals_field)id) {
 	case F_SWEEPS: return num((int64_t)f->sweeps);
-	case F_ON_PRESSURE: return num((int64_t)f->on_pressure);
-	case F_ON_INTERVAL: return num((int64_t)f->on_interval);
+	case F_ON_START: return num((int64_t)f->by_trigger[MR_T_START]);
+	case F_ON_SIGNALS: return num((int64_t)f->by_trigger[MR_T_SIGNALS]);
+	case F_ON_SETTLE: return num((int64_t)f->by_trigger[MR_T_SETTLE]);
+	case F_ON_LOST: return num((int64_t)f->by_trigger[MR_T_LOST]);
+	case F_ON_PRESSURE: return num((int64_t)f->by_trigger[MR_T_PRESSURE]);
+	case F_ON_TIMER: return num((int64_t)f->by_trigger[MR_T_TIMER]);
 	case F_RELEASED: return num((int64_t)f->released);
 	case F_FAILED: return num((int64_t)f->failed);
 	case F_FREED: return num(f->freed_kb);
+	case F_EVENTS: return num((int64_t)f->events);
+	case F_LOST: return num((int64_t)f->lost);
+	case F_DROPPED: return num((int64_t)f->dropped);
 	}
 	return num(MR_UNKNOWN);
 }
@@ -759,7 +868,9 @@ void mr_report_follow_end(FILE *out, const struct mr_follow_totals *f, const cha
 		return;
 	}
 	human_kib(freed, sizeof(freed), f->freed_kb);
-	fprintf(out, "%-20s %lu sweep%s (%lu on pressure, %lu on the timer): %zu released, "
-		"%zu failed, %s freed\n", when, f->sweeps, f->sweeps == 1 ? "" : "s",
-		f->on_pressure, f->on_interval, f->released, f->failed, freed);
+	fprintf(out, "%-20s %lu sweep%s (%lu on signals, %lu on pressure, %lu on the timer): %zu "
+		"released, %zu failed, %s freed\n", when, f->sweeps, f->sweeps == 1 ? "" : "s",
+		f->by_trigger[MR_T_SIGNALS] + f->by_trigger[MR_T_SETTLE] + f->by_trigger[MR_T_LOST],
+		f->by_trigger[MR_T_PRESSURE],
+		f->by_trigger[MR_T_TIMER], f->released, f->failed, freed);
 }

@@ -36,6 +36,11 @@ static const struct mr_text reason_texts[] = {
 	[MR_R_FIRST] = { true, "cannot send it %S: %e", NULL },
 	[MR_R_KILL] = { true, "cannot kill it: %e", NULL },
 	[MR_R_RELEASE] = { true, "cannot release it: %e", NULL },
+	[MR_R_FILTERED] = { true, "cannot release it: a seccomp filter refused process_mrelease "
+			  "(EPERM, which the call itself never returns): allow it (syscall 448) in the "
+			  "filter, e.g. SystemCallFilter=process_mrelease in a unit, "
+			  "--system-call-filter=process_mrelease for systemd-nspawn, or the container "
+			  "runtime's seccomp profile", NULL },
 	[MR_R_NOT_EXITING] = { true, "not exiting; use --kill", NULL },
 	[MR_R_SHARED_MM] = { true, "killed, but not released: its address space is shared with a live "
 			   "process (vfork or CLONE_VM)", NULL },
@@ -47,9 +52,14 @@ static const struct mr_text reason_texts[] = {
 	[MR_R_NO_WORKER] = { true, "not released: every worker thread is stuck in another release", NULL },
 	[MR_R_MEMBERSHIP] = { true, "cannot tell whether it is still in its cgroup: %e; not signalled", NULL },
 	[MR_R_STOPPED] = { true, "not killed: the run stopped at a cgroup it refused", NULL },
+	[MR_R_UNPROVEN] = { true, "its pidfd was closed to make room (ulimit -n), and the process its "
+			  "pid names now cannot be proven the same one: not acted on", NULL },
 	[MR_R_LEFT] = { true, "left its cgroup before the kill", NULL },
 	[MR_R_GONE] = { true, "gone before it was opened", NULL },
 	[MR_R_NOT_DYING] = { true, "not dying", NULL },
+	[MR_R_ROBUST] = { true, "it may hold a robust lock that its own exit must mark for another "
+			"process; left to exit by itself for the settle time", NULL },
+	[MR_R_ON_CPU] = { true, "a thread of it may still run its own code; asked again soon", NULL },
 };
 
 static const char *const figure_texts[] = {
@@ -174,7 +184,7 @@ bool mr_target_done(const struct mr_target *t)
 }
 
 /* The targets that are rows: all but those left out, the named pids that
- * have no process, and the selected pids no wave reached. */
+ * have no process, and the selected pids no batch reached. */
 size_t mr_selected(const struct mr_run *run)
 {
 	size_t n = run->nmissing + run->nunreached;

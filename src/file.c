@@ -197,3 +197,30 @@ const char *mr_text_escape(const char *s, char *buf, size_t len)
 		buf[w] = '\0';
 	return buf;
 }
+
+/* mountinfo escapes blanks and backslashes in paths as \ooo: undone in
+ * place. */
+void mr_unescape_octal(char *s)
+{
+	char *w = s;
+
+	for (char *r = s; *r; r++) {
+		if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' &&
+		    r[3] >= '0' && r[3] <= '7') {
+			*w++ = (char)((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+			r += 3;
+		} else {
+			*w++ = *r;
+		}
+	}
+	*w = '\0';
+}
+
+/* Whether dir/name exists. */
+bool mr_file_in(const char *dir, const char *name)
+{
+	char path[PATH_MAX];
+
+	return snprintf(path, sizeof(path), "%s/%s", dir, name) < (int)sizeof(path) &&
+	       access(path, F_OK) == 0;
+}

@@ -11,9 +11,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
-#include "run.h"
+#include "act.h"
 
 /* Where a job is: waiting, begun, or its release returned (release_r is
  * set) and it reads the figures after. */
@@ -162,6 +163,8 @@ static void released(struct mr_act *a, struct mr_target *t, const struct job *j)
 	case 0: mr_target_end(t, MR_RELEASED, MR_R_NONE, 0); break;
 	case -ESRCH: mr_target_end(t, MR_EXITED, MR_R_NONE, 0); break;
 	case -EINVAL: not_dying(a->run, t); break;
+	/* process_mrelease has no EPERM of its own: a seccomp filter said it. */
+	case -EPERM: mr_target_end(t, MR_FAILED, MR_R_FILTERED, EPERM); break;
 	/* Without process_mrelease, the exit is waited for instead; but
 	 * not that of a process not killed that /proc says is not dying. */
 	case -ENOSYS:
@@ -255,8 +258,9 @@ int mr_run_jobs(struct mr_act *a, enum mr_job_kind kind, const size_t *items, si
 	 * as descriptors allow, so that the threads need not wait for the main
 	 * thread between two (after cgroup.kill, the processes it woke take
 	 * the CPUs from it). */
+	size_t spare = a->most > a->open ? a->most - a->open : 0;
 	size_t window = !run->threads ? 1 : kind == MR_JOB_READ ? n :
-			(size_t)run->threads * MR_JOBS_PER_THREAD + (a->room < n ? a->room : n);
+			(size_t)run->threads * MR_JOBS_PER_THREAD + (spare < n ? spare : n);
 	struct job **out = calloc(window ? window : 1, sizeof(*out));
 	struct mr_job **base = calloc(window ? window : 1, sizeof(*base));
 	size_t next = 0, busy = 0;
@@ -351,42 +355,117 @@ static int by_rss_desc(const void *x, const void *y, void *arg)
 	return (a < b) - (a > b);
 }
 
-/* To be read before its kill or release: open, not killed yet or killed
- * before it could be read (a member found by a cgroup's kill, or opened
- * after its cgroup's write), its figures not read yet. */
+/* To be read before its kill or release: held, not killed yet or killed
+ * before it could be read (a member killed by its cgroup's write), its
+ * figures not read yet. */
 static bool to_read(const struct mr_target *t)
 {
 	return t->pidfd >= 0 && (t->state == MR_OPENED || t->state == MR_KILLED) &&
 	       t->figures == MR_FIG_UNREAD;
 }
 
-/* The figures before the kill (or the release) of this wave's targets, on
- * the worker threads, within what is left of the wave's reading bound.
- * With no thread, nothing is read: the main thread cannot give up a
- * reading that does not return. */
-int mr_read_before(struct mr_act *a)
+/* The figures before the kill (or the release) of the targets in items
+ * that have none yet, on the worker threads, within what is left of the
+ * run's reading bound, one for all its batches. With no thread, nothing
+ * is read: the main thread cannot give up a reading that does not return. */
+int mr_read_before(struct mr_act *a, const size_t *items, size_t n)
 {
 	struct mr_run *run = a->run;
 	int64_t start = mr_now_us();
-	size_t n = 0, *items;
+	size_t k = 0, *v;
 	int r;
 
 	if (run->cfg.measure == MR_MEASURE_NONE)
 		return 0;
-	if (!(items = calloc(run->ntargets ? run->ntargets : 1, sizeof(*items))))
+	if (!(v = calloc(n ? n : 1, sizeof(*v))))
 		return mr_fatal(run, -ENOMEM, "target list");
-	for (size_t i = 0; i < run->ntargets; i++)
-		if (to_read(&run->targets[i]))
-			items[n++] = i;
-	for (size_t i = 0; !run->threads && i < n; i++)
-		run->targets[items[i]].figures = MR_FIG_NO_THREAD;
-	r = run->threads && a->read_left_us > 0 ? mr_run_jobs(a, MR_JOB_READ, items, n, start + a->read_left_us) : 0;
-	a->read_left_us -= mr_now_us() - start;
-	free(items);
+	for (size_t i = 0; i < n; i++)
+		if (to_read(&run->targets[items[i]]))
+			v[k++] = items[i];
+	for (size_t i = 0; i < k; i++)
+		if (!run->threads || a->read_left_us <= 0)
+			run->targets[v[i]].figures = run->threads ? MR_FIG_GIVEN_UP : MR_FIG_NO_THREAD;
+	r = k && run->threads && a->read_left_us > 0 ?
+	    mr_run_jobs(a, MR_JOB_READ, v, k, start + a->read_left_us) : 0;
+	if (k)
+		a->read_left_us -= mr_now_us() - start;
+	free(v);
 	return r;
 }
 
-/* Release this wave's targets in state, largest first. */
+static int by_spec(const void *key, const void *x)
+{
+	pid_t p = ((const struct mr_pidspec *)key)->pid, q = ((const struct mr_pidspec *)x)->pid;
+
+	return (p > q) - (p < q);
+}
+
+/* Whether the caller has seen t dying long enough (cfg.aged). */
+static bool aged(const struct mr_run *run, const struct mr_target *t)
+{
+	const struct mr_pidlist *l = run->cfg.aged;
+	struct mr_pidspec key = { .pid = t->pid };
+	const struct mr_pidspec *s;
+
+	s = l && l->len ? bsearch(&key, l->v, l->len, sizeof(*l->v), by_spec) : NULL;
+	return s && (!s->ino || s->ino == t->ino);
+}
+
+/* --follow's guard (cfg.robust_guard): a release before a thread's exit has
+ * walked its robust futex list leaves nothing for the walk to read, and the
+ * waiters of a lock it held, perhaps in another process, asleep for good
+ * (robust.c). A target is released now where that cannot happen
+ * (mr_robust_clear), or once the caller has seen it dying long enough
+ * (cfg.aged); else it is left out, for the caller to come back to. Those
+ * to release stay in items; how many, in *n. */
+static void guard(struct mr_run *run, size_t *items, size_t *n)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < *n; i++) {
+		struct mr_target *t = &run->targets[items[i]];
+		int r = aged(run, t) ? 1 : mr_robust_clear(run->cfg.proc, t->mm_pid);
+
+		/* What /proc said is t's only if t is still there after. */
+		if (!mr_target_alive(t) || r == -ESRCH)
+			mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
+		else if (r == -EAGAIN)
+			mr_target_end(t, MR_LEFT_OUT, MR_R_ON_CPU, 0);
+		else if (r != 1)
+			mr_target_end(t, MR_LEFT_OUT, MR_R_ROBUST, 0);
+		else
+			items[k++] = items[i];
+	}
+	*n = k;
+}
+
+/* A batch of the release phase: the figures of those not read yet (killed
+ * by their cgroup's write before they could be), the guard where asked,
+ * then the releases. */
+static int release_batch(struct mr_act *a, const size_t *items, size_t n)
+{
+	size_t *v = calloc(n ? n : 1, sizeof(*v));
+	int r;
+
+	if (!v)
+		return mr_fatal(a->run, -ENOMEM, "target list");
+	memcpy(v, items, n * sizeof(*v));
+	if (!(r = mr_read_before(a, v, n)) && !a->run->interrupted) {
+		if (a->run->cfg.robust_guard)
+			guard(a->run, v, &n);
+		if (n) {
+			mr_begin(a);
+			a->run->sent = true;
+		}
+		r = mr_run_jobs(a, MR_JOB_RELEASE, v, n, INT64_MAX);
+	}
+	free(v);
+	return r;
+}
+
+/* The release phase: every target in state (killed, or opened where
+ * nothing is sent), largest first so that the most memory comes back
+ * soonest, in batches. */
 int mr_release_in(struct mr_act *a, enum mr_state state)
 {
 	struct mr_run *run = a->run;
@@ -396,11 +475,7 @@ int mr_release_in(struct mr_act *a, enum mr_state state)
 	if (!items)
 		return mr_fatal(run, -ENOMEM, "target list");
 	qsort_r(items, n, sizeof(*items), by_rss_desc, run);
-	if (n) {
-		mr_begin(a);
-		run->sent = true;
-	}
-	r = mr_run_jobs(a, MR_JOB_RELEASE, items, n, INT64_MAX);
+	r = n ? mr_batches(a, items, n, release_batch) : 0;
 	free(items);
 	return r;
 }

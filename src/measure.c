@@ -65,31 +65,43 @@ static int stat_field(const char *buf, int n, unsigned long *v)
 /* The fields of /proc/PID/stat a target is checked with. The name is in
  * parentheses and may hold anything, ")" and blanks included: the fields
  * go on after the last ")". buf is changed. */
-int mr_parse_stat(char *buf, char comm[MR_COMM_LEN], char *state, pid_t *ppid,
-		  unsigned long *flags)
+int mr_parse_stat(char *buf, struct mr_stat *st)
 {
 	char *open = strchr(buf, '('), *close = strrchr(buf, ')');
-	unsigned long pp;
+	unsigned long pp, start;
 
 	if (!open || !close || close < open || close[1] != ' ' || !close[2] || close[3] != ' ' ||
-	    stat_field(buf, 4, &pp) || pp > MR_PID_MAX || stat_field(buf, 9, flags))
+	    stat_field(buf, 4, &pp) || pp > MR_PID_MAX || stat_field(buf, 9, &st->flags) ||
+	    stat_field(buf, 22, &start))
 		return -EIO;
-	*state = close[2];
+	st->state = close[2];
 	*close = '\0';
-	snprintf(comm, MR_COMM_LEN, "%s", open + 1);
-	*ppid = (pid_t)pp;
+	snprintf(st->comm, MR_COMM_LEN, "%s", open + 1);
+	st->ppid = (pid_t)pp;
+	st->start = start;
 	return 0;
 }
 
-int mr_proc_stat(const char *proc, pid_t pid, char comm[MR_COMM_LEN], char *state, pid_t *ppid,
-		 unsigned long *flags)
+int mr_proc_stat(const char *proc, pid_t pid, struct mr_stat *st)
 {
 	char buf[STAT_MAX];
 	ssize_t n;
 
 	if ((n = read_proc(proc, pid, "stat", buf, sizeof(buf))) < 0)
 		return (int)n;
-	return mr_parse_stat(buf, comm, state, ppid, flags);
+	return mr_parse_stat(buf, st);
+}
+
+/* A thread's: /proc/PID/task/TID/stat. */
+int mr_proc_thread_stat(const char *proc, pid_t pid, pid_t tid, struct mr_stat *st)
+{
+	char buf[STAT_MAX], file[32];
+	ssize_t n;
+
+	snprintf(file, sizeof(file), "task/%d/stat", (int)tid);
+	if ((n = read_proc(proc, pid, file, buf, sizeof(buf))) < 0)
+		return (int)n;
+	return mr_parse_stat(buf, st);
 }
 
 /* "Key:\t value kB" lines: the value of key, or -1 when it is not there. */
@@ -204,9 +216,8 @@ int mr_proc_may_be_dying(const char *proc, pid_t pid)
  * one to every thread). 1 yes, 0 no, -errno unreadable. */
 int mr_proc_dying(const char *proc, pid_t pid, bool *dumping)
 {
-	char buf[STATUS_MAX], comm[MR_COMM_LEN], state;
-	unsigned long flags;
-	pid_t ppid;
+	char buf[STATUS_MAX];
+	struct mr_stat st;
 	int r;
 
 	*dumping = false;
@@ -216,9 +227,9 @@ int mr_proc_dying(const char *proc, pid_t pid, bool *dumping)
 		*dumping = true;
 		return 0;
 	}
-	if ((r = mr_proc_stat(proc, pid, comm, &state, &ppid, &flags)))
+	if ((r = mr_proc_stat(proc, pid, &st)))
 		return r;
-	if ((flags & MR_PF_EXITING) || state == 'Z' || state == 'X')
+	if ((st.flags & MR_PF_EXITING) || st.state == 'Z' || st.state == 'X')
 		return 1;
 	return kill_pending(buf, "SigPnd:") || kill_pending(buf, "ShdPnd:");
 }

@@ -9,19 +9,29 @@
  *              (libproc2)
  *   protect.c  what a run guards: its own memory and OOM score, descriptors,
  *              the chain of its ancestors
- *   target.c   opening a target by pidfd and checking what it is
+ *   target.c   opening a target by pidfd (and again, proven the same
+ *              process), and checking what it is
  *   pool.c     worker threads that run the jobs they are given
  *   release.c  signals through pidfds, process_mrelease with retries, waits
- *   cgroup.c   cgroup mounts, resolution, members, cgroup.kill, memory
- *   run.c      a whole run, top to bottom, in waves (run.h: what its phases
- *              share)
- *   select.c   the targets: pids named, cgroup members, the dying
+ *   cgpath.c   cgroup mounts, and naming a cgroup: paths, pasted lines, units
+ *   cgroup.c   a cgroup's members, its membership checks, cgroup.kill
+ *   cgmem.c    a cgroup's memory counters
+ *   run.c      a whole run: the table of contents of its phases
+ *   act.c      what the phases share (act.h): notes, the signals that stop
+ *              a run, and the batches that bound the pidfds held at once
+ *   select.c   the targets: pids named, cgroup members, the dying; and
+ *              their first touch, in batches
+ *   kill.c     the first signal, the grace, the kills of the pids named
+ *   cgkill.c   the kills of the cgroups, and the refusals that stop them
  *   jobs.c     readings and releases on the worker threads
- *   kill.c     the grace, the kill of each pid and cgroup, the refusals
- *   predict.c  the dry run
  *   settle.c   the exits waited for, and what is left
+ *   predict.c  the dry run
  *   sched.c    nice and CPU affinity of the releasing threads
  *   psi.c      memory pressure triggers, for --follow
+ *   robust.c   whether a dying process can be released at once without
+ *              leaving a robust lock it holds unmarked, for --follow
+ *   killwatch.c every SIGKILL the kernel generates, through a tracepoint,
+ *              for --follow
  *
  * Nothing here prints or exits: functions return 0 or -errno, and what
  * became of each target is recorded in it (and what the run noticed, in its
@@ -83,6 +93,8 @@ enum mr_reason {
 	MR_R_FIRST,       /* the --grace signal could not be sent: errnum */
 	MR_R_KILL,        /* SIGKILL could not be sent: errnum */
 	MR_R_RELEASE,     /* process_mrelease failed: errnum */
+	MR_R_FILTERED,    /* process_mrelease refused by a seccomp filter (EPERM,
+			   * which the call itself never returns) */
 	MR_R_NOT_EXITING, /* not dying, and --kill not given */
 	MR_R_SHARED_MM,   /* killed, but its address space is shared with a live process */
 	MR_R_COREDUMP,    /* killed, but not released while its core dump ran */
@@ -91,11 +103,17 @@ enum mr_reason {
 	MR_R_NO_WORKER,   /* no worker thread was left to release it */
 	MR_R_MEMBERSHIP,  /* whether it is in its cgroup cannot be read: errnum */
 	MR_R_STOPPED,     /* not killed: the run stopped at a cgroup it refused */
+	MR_R_UNPROVEN,    /* its pidfd was closed to make room, and the process
+			   * its pid names now cannot be proven the same one */
 	/* Left out: */
 	MR_R_LEFT,        /* not in the cgroup (any more) when its kill came */
 	MR_R_GONE,        /* a cgroup member that was gone before it was opened, or
 			   * whose pid named another process by then */
 	MR_R_NOT_DYING,   /* --dying: it is not dying */
+	MR_R_ROBUST,      /* guarded: it may hold a robust lock that its exit must
+			   * mark; released once dying long enough (cfg.aged) */
+	MR_R_ON_CPU,      /* guarded: a thread of it may still run user code, and
+			   * take such a lock; asked again soon */
 };
 
 /* Why a target's figures are null. */
@@ -130,6 +148,9 @@ struct mr_target {
 	int pidfd;
 	uint64_t ino; /* its pidfd's pidfs inode (0 before Linux 6.9), or with
 		       * MR_R_INODE the one that was asked for */
+	uint64_t start; /* its start time, in clock ticks after boot (0: unread):
+			 * with ino, what proves a pid opened again is its own */
+	unsigned long batch; /* the run's: the batch its pidfd is held for */
 	bool named;  /* named by pid, not only found in a cgroup */
 	bool stdin;  /* named on standard input */
 	pid_t tgid;
@@ -230,11 +251,11 @@ enum mr_note_kind {
 	MR_N_LEFT_OTHER,    /* n: --dying: the others left out */
 	MR_N_INTERRUPTED,   /* n: targets left unfinished */
 	MR_N_NO_KCMP,       /* errnum: a dry run cannot tell shared address spaces */
-	MR_N_WAVES,         /* n waves, m pidfds at most at once */
+	MR_N_BATCHES,       /* n batches in a phase at most, m pidfds at once */
 	MR_N_NO_ROOM,       /* n descriptors in use or kept aside, m the limit:
 			     * not one pidfd fits */
-	MR_N_NO_GRACE,      /* cgroup, n, sig: members killed without the first
-			     * signal: they did not fit in the first wave */
+	MR_N_THREADS_ROOM,  /* n threads of m asked: the limit on open files
+			     * leaves room for no more beside the pidfds */
 	MR_N_COUNT
 };
 
@@ -293,6 +314,11 @@ struct mr_config {
 	sigset_t waitmask;
 	const char *proc; /* "/proc": a seam for tests */
 	int64_t start_us; /* when mrelease started, for kill_us */
+	/* --follow's guard: a target that may hold a robust futex lock is
+	 * released only if aged (sorted by pid; an inode of 0 matches any)
+	 * names it, the caller having seen it dying long enough. */
+	bool robust_guard;
+	const struct mr_pidlist *aged;
 };
 
 /* A run: its configuration, what it selected, and what became of it. */
@@ -304,7 +330,7 @@ struct mr_run {
 	size_t ntargets;
 	pid_t *missing; /* named pids with no such process, kept small */
 	size_t nmissing;
-	pid_t *unreached; /* selected pids no wave reached: the run stopped
+	pid_t *unreached; /* selected pids no batch reached: the run stopped
 			   * first (interrupted, or at a cgroup it refused) */
 	size_t nunreached;
 	size_t not_dying; /* --dying: processes left alone as not dying, found so
@@ -324,8 +350,8 @@ struct mr_run {
 	unsigned int bound_ms; /* how long a release may make no progress */
 	int64_t elapsed_us; /* from the first signal or release to the end */
 	bool sent;          /* a signal or release went out */
-	unsigned int waves; /* of opening, killing, releasing and closing: more
-			     * than one when the descriptor limit is short */
+	unsigned int batches; /* the most that one phase went through: more than
+			       * one when the pidfds do not all fit at once */
 	bool interrupted;   /* a signal stopped the run */
 	char fatal[4200];   /* with a -errno from mr_run(): the step that failed */
 };
@@ -352,13 +378,23 @@ int mr_write_file(const char *dir, const char *name, const char *text, int64_t *
 size_t mr_utf8_len(const unsigned char *p);
 void mr_json_string(FILE *out, const char *s);
 const char *mr_text_escape(const char *s, char *buf, size_t len);
+void mr_unescape_octal(char *s);
+bool mr_file_in(const char *dir, const char *name);
+
+/* The fields of /proc/PID/stat a target is checked with. */
+struct mr_stat {
+	char comm[MR_COMM_LEN];
+	char state;
+	pid_t ppid;
+	unsigned long flags;
+	uint64_t start; /* clock ticks after boot */
+};
 
 /* measure.c */
-int mr_parse_stat(char *buf, char comm[MR_COMM_LEN], char *state, pid_t *ppid,
-		  unsigned long *flags);
+int mr_parse_stat(char *buf, struct mr_stat *st);
 void mr_parse_mem(const char *buf, enum mr_measure_mode mode, struct mr_mem *mem);
-int mr_proc_stat(const char *proc, pid_t pid, char comm[MR_COMM_LEN], char *state,
-		 pid_t *ppid, unsigned long *flags);
+int mr_proc_stat(const char *proc, pid_t pid, struct mr_stat *st);
+int mr_proc_thread_stat(const char *proc, pid_t pid, pid_t tid, struct mr_stat *st);
 int mr_proc_tgid(const char *proc, pid_t pid, pid_t *tgid);
 int mr_proc_dying(const char *proc, pid_t pid, bool *dumping);
 int mr_parse_stat_dying(const char *buf);
@@ -369,6 +405,7 @@ int mr_mem_available_kb(int64_t *kb);
 void mr_mem_unknown(struct mr_mem *mem);
 
 /* protect.c */
+int mr_std_fds(void);
 void mr_protect_self(void);
 int mr_proc_own(const char *proc, pid_t *seen);
 int mr_pidns_nested(const char *proc);
@@ -380,6 +417,7 @@ void mr_fd_grow(size_t n);
 /* target.c */
 void mr_target_init(struct mr_target *t, pid_t pid, int cgroup);
 int mr_target_open(const struct mr_run *run, struct mr_target *t, uint64_t want_ino);
+int mr_target_reopen(const struct mr_run *run, struct mr_target *t);
 bool mr_target_alive(const struct mr_target *t);
 void mr_target_end(struct mr_target *t, enum mr_state state, enum mr_reason reason, int errnum);
 bool mr_target_ended(const struct mr_target *t);
@@ -407,7 +445,7 @@ int mr_release(int pidfd, unsigned int *retries);
 int mr_wait_exit(const int *pidfds, size_t n, int64_t deadline_us, const sigset_t *mask, bool *gone);
 int64_t mr_now_us(void);
 
-/* cgroup.c */
+/* cgpath.c */
 int mr_cgmounts_read(struct mr_cgmounts *ms, const char *mountinfo);
 int mr_cgmounts_parse(struct mr_cgmounts *ms, FILE *f);
 void mr_cgmounts_free(struct mr_cgmounts *ms);
@@ -418,6 +456,13 @@ int mr_cgroup_resolve(const struct mr_cgmounts *ms, const char *arg, struct mr_c
 int mr_cgroup_units(const struct mr_cgmounts *ms, const char *name, char ***paths, size_t *n);
 void mr_cgroup_free(struct mr_cgroup *cg);
 void mr_cgroup_reset(struct mr_cgroup *cg);
+bool mr_has_controller(const char *options, const char *name);
+
+/* cgroup.c */
+/* What a visit of mr_cgroup_walk says of the cgroup it visited. */
+enum { MR_WALK_ON, MR_WALK_PRUNE };
+int mr_cgroup_walk(const char *top, bool recursive,
+		   int (*visit)(int dirfd, const char *path, void *arg), void *arg);
 int mr_cgroup_members(struct mr_cgroup *cg, bool recursive, struct mr_pidlist *out,
 		      size_t *outside);
 int mr_cgroup_holds(const char *proc, const struct mr_cgroup *cg, pid_t pid, int pidfd,
@@ -425,6 +470,9 @@ int mr_cgroup_holds(const char *proc, const struct mr_cgroup *cg, pid_t pid, int
 int mr_cgroup_kill(const struct mr_cgroup *cg, int64_t *done_us);
 bool mr_cgroup_can_kill(const struct mr_cgroup *cg);
 int mr_cgroup_kill_permitted(const struct mr_cgroup *cg);
+
+/* cgmem.c */
+char *mr_cgroup_memory_file(const char *path, bool v2);
 int mr_cgroup_memory_kb(const struct mr_cgroup *cg, int64_t *kb);
 
 /* psi.c */
@@ -432,6 +480,51 @@ int mr_parse_pressure(const char *s, struct mr_pressure *p);
 const char *mr_pressure_text(const struct mr_pressure *p, char *buf, size_t len);
 int mr_psi_trigger(const char *file, const struct mr_pressure *p);
 int mr_psi_wait(const int *fds, size_t n, int64_t deadline_us, const sigset_t *mask);
+
+/* robust.c */
+int mr_robust_clear(const char *proc, pid_t pid);
+
+/* killwatch.c: every SIGKILL on the host, for --follow. */
+struct mr_killwatch;
+
+/* Where tracefs is mounted, from a mountinfo file (a tracefs mount), into
+ * out. 0; -ENOENT none; -ENAMETOOLONG it does not fit in len; -errno. */
+int mr_tracefs_find(const char *mountinfo, char *out, size_t len);
+
+/* Open the watch on every online CPU (those perf calls absent are skipped),
+ * filtered in the kernel to SIGKILL, behind one epoll descriptor. 0, or
+ * -errno with nothing left open: -ENOENT no such tracepoint or tracefs,
+ * -EACCES or -EPERM not permitted (CAP_PERFMON or CAP_SYS_ADMIN needed),
+ * -EPROTO a record layout not understood. */
+int mr_killwatch_open(struct mr_killwatch **out, const char *tracefs);
+
+/* The one descriptor to poll (POLLIN) for new events. */
+int mr_killwatch_fd(const struct mr_killwatch *w);
+
+/* Drain the events: the pid of each SIGKILL into pids[0..cap), *n of them,
+ * and *lost += the samples the kernel dropped because a ring was full (one
+ * more for each ring found full, whose loss the kernel reports only with
+ * its next sample). 0 all drained; 1 pids filled up first (call again);
+ * -EPROTO a record not understood (that ring is skipped to its end and
+ * counted lost, so the watch goes on). No allocation: O(events). The pid
+ * is the signalled task's in the initial pid namespace: a thread's own id
+ * when a thread was signalled. A pid may come twice: a second SIGKILL to a
+ * dying process is an event too. */
+int mr_killwatch_read(struct mr_killwatch *w, pid_t *pids, size_t cap, size_t *n,
+		      uint64_t *lost);
+
+/* Whether the events' pids are ours: a child of our own, killed through a
+ * pidfd, is looked for among the events for up to timeout_ms, and always
+ * reaped. 0 seen; -EXDEV SIGKILLs came, none with its pid (we are in
+ * another pid namespace); -ETIMEDOUT none came, or some were lost; -errno.
+ * The other events read meanwhile are kept for the next mr_killwatch_read.
+ * Call it while the process has no other threads (it forks). */
+int mr_killwatch_selftest(struct mr_killwatch *w, int timeout_ms);
+
+/* /proc/sys/kernel/perf_event_paranoid into *level: 0, or -errno. */
+int mr_perf_paranoid(int *level);
+
+void mr_killwatch_close(struct mr_killwatch *w);
 
 /* sched.c */
 void mr_sched_apply(const struct mr_sched *s, int *nice_err, int *affinity_err);

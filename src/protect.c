@@ -18,8 +18,10 @@
  * --mount-proc, a container given the host's /proc) numbers other
  * processes with the same pids, so the run refuses to start there.
  *
- * Its descriptors: each target holds a pidfd while it is worked on, and
- * the run goes in waves when they do not all fit under the limit.
+ * Its descriptors: 0, 1 and 2 are open before anything else is, so that
+ * no report is ever written into a descriptor the run opened; each target
+ * holds a pidfd while a phase works on it, and a phase goes in batches
+ * when they do not all fit under the limit.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -38,6 +40,32 @@
 
 #include "mrelease.h"
 #include "sys.h"
+
+/* Descriptors 0, 1 and 2 that are closed are opened on /dev/null, before
+ * anything else is opened: a descriptor mrelease opens later (a pidfd, a
+ * pressure trigger, cgroup.kill) would otherwise take one of their
+ * numbers, and a report or a warning would be written into it. Which were
+ * closed, as bits (1 << fd), or -errno when /dev/null cannot be opened. */
+int mr_std_fds(void)
+{
+	int closed = 0;
+
+	for (int fd = 0; fd <= 2; fd++) {
+		int got;
+
+		if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+			continue;
+		/* The lowest free number is fd's. */
+		if ((got = open("/dev/null", O_RDWR)) < 0)
+			return -errno;
+		if (got != fd) {
+			close(got);
+			return -EBADF;
+		}
+		closed |= 1 << fd;
+	}
+	return closed;
+}
 
 void mr_protect_self(void)
 {
@@ -144,9 +172,7 @@ int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n)
 	*n = 0;
 	while (pid > 0 && *n < 4096) {
 		struct mr_ancestor *a;
-		unsigned long flags;
-		pid_t ppid;
-		char state;
+		struct mr_stat st;
 		int r;
 
 		a = reallocarray(*out, *n + 1, sizeof(**out));
@@ -155,17 +181,16 @@ int mr_ancestors(const char *proc, struct mr_ancestor **out, size_t *n)
 		*out = a;
 		a = &a[*n];
 		a->pid = pid;
-		r = mr_proc_stat(proc, pid, a->comm, &state, &ppid, &flags);
+		r = mr_proc_stat(proc, pid, &st);
 		if (r && r != -ENOENT && r != -ESRCH && r != -EACCES)
 			return r;
 		/* One we cannot read is kept by its pid, nameless, and ends
 		 * the chain. */
-		if (r)
-			a->comm[0] = '\0';
+		memcpy(a->comm, r ? "" : st.comm, r ? 1 : sizeof(a->comm));
 		(*n)++;
 		if (r)
 			break;
-		pid = parent_of(pid, ppid);
+		pid = parent_of(pid, st.ppid);
 	}
 	return 0;
 }
@@ -199,8 +224,8 @@ static size_t open_below(const char *proc, rlim_t limit)
  * files up to the hard one (no code here uses select), and both up to
  * the system's most (fs.nr_open) where that is permitted
  * (CAP_SYS_RESOURCE). Each target holds a pidfd while it is worked on;
- * when they do not all fit, a run goes in waves, so this only makes the
- * waves fewer. */
+ * when they do not all fit, each phase goes in batches, so this only makes the
+ * batches fewer. */
 void mr_fd_raise(void)
 {
 	char buf[32];

@@ -1,8 +1,9 @@
-/* run.c: a whole run, top to bottom (mr_run): select the targets (the pids
- * named, the members of the cgroups, or with --dying every process), open
- * each as a pidfd, read their figures on the worker threads, kill, release
- * on the worker threads, and wait if asked to; and the state its phases
- * share (run.h).
+/* run.c: a whole run, top to bottom (mr_run), and nothing else in src/
+ * calls it: select the targets (the pids named, the members of the
+ * cgroups, or with --dying every process); size the batches and the
+ * threads to the limit on open files; then the phases, each once over
+ * every target, as act.h describes them: the first touch, the grace, the
+ * kills, the releases, the waits.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -10,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "run.h"
+#include "act.h"
 #include "sys.h"
 
 void mr_run_init(struct mr_run *run, const struct mr_config *cfg)
@@ -29,97 +30,6 @@ void mr_run_init(struct mr_run *run, const struct mr_config *cfg)
 	if (!run->cfg.start_us)
 		run->cfg.start_us = mr_now_us();
 	run->self = getpid();
-}
-
-void mr_note_add(struct mr_run *run, struct mr_note note)
-{
-	struct mr_note *v = reallocarray(run->notes, run->nnotes + 1, sizeof(*v));
-
-	/* Notes only explain; without memory for one, the run goes on. */
-	if (!v)
-		return;
-	run->notes = v;
-	v[run->nnotes++] = note;
-}
-
-void mr_note(struct mr_run *run, enum mr_note_kind kind, int cgroup, size_t n, int errnum)
-{
-	mr_note_add(run, (struct mr_note){ .kind = kind, .cgroup = cgroup, .n = n, .errnum = errnum });
-}
-
-/* A signal that interrupts the run has come: from now on nothing more is
- * sent. Asked before every signal and every write to cgroup.kill. */
-bool mr_stopped(struct mr_act *a)
-{
-	sigset_t pending, both;
-
-	if (!a->run->interrupted && sigpending(&pending) == 0) {
-		sigandset(&both, &pending, &a->held);
-		a->run->interrupted = !sigisemptyset(&both);
-	}
-	return a->run->interrupted;
-}
-
-/* The indices of the targets in state. */
-size_t *mr_in_state(struct mr_run *run, enum mr_state state, size_t *n)
-{
-	size_t *v = calloc(run->ntargets ? run->ntargets : 1, sizeof(*v));
-
-	*n = 0;
-	for (size_t i = 0; v && i < run->ntargets; i++)
-		if (run->targets[i].state == state)
-			v[(*n)++] = i;
-	return v;
-}
-
-/* The figures before the first signal, write or release: taken before the
- * last check that the run may go on, so that they cannot delay an act
- * after it. */
-void mr_begin(struct mr_act *a)
-{
-	if (a->begun)
-		return;
-	a->begun = true;
-	a->act_start = mr_now_us();
-	mr_mem_available_kb(&a->run->mem_available_before_kb);
-	for (size_t c = 0; c < a->run->ncgroups; c++)
-		mr_cgroup_memory_kb(&a->run->cgroups[c], &a->run->cgroups[c].memory_before_kb);
-}
-
-static int by_pid_then_index(const void *x, const void *y)
-{
-	const struct mr_pidx *a = x, *b = y;
-
-	if (a->pid != b->pid)
-		return (a->pid > b->pid) - (a->pid < b->pid);
-	return (a->i > b->i) - (a->i < b->i);
-}
-
-struct mr_pidx *mr_index_targets(const struct mr_run *run)
-{
-	struct mr_pidx *v = calloc(run->ntargets ? run->ntargets : 1, sizeof(*v));
-
-	for (size_t i = 0; v && i < run->ntargets; i++)
-		v[i] = (struct mr_pidx){ run->targets[i].pid, i };
-	if (v)
-		qsort(v, run->ntargets, sizeof(*v), by_pid_then_index);
-	return v;
-}
-
-/* The newest target with this pid among the n indexed, or -1. */
-ssize_t mr_find_target(const struct mr_pidx *v, size_t n, pid_t pid)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (v[mid].pid <= pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo && v[lo - 1].pid == pid ? (ssize_t)v[lo - 1].i : -1;
 }
 
 /* Whether pidfds live in pidfs, with inodes of their own: told once by one
@@ -149,20 +59,33 @@ static unsigned int plan_jobs(const struct mr_act *a)
 	return jobs > a->npicks ? (unsigned int)a->npicks : jobs;
 }
 
-/* How many pidfds fit at once, beside what the run keeps aside for itself,
- * its pool and its threads (counted before they start); and the descriptor
- * table grown to hold a wave of them, each with the duplicate its release
- * job takes, while mrelease has one thread (mr_fd_grow). */
-static void room(struct mr_act *a, unsigned int jobs)
+/* How many pidfds fit at once, and the threads: the pidfds come first. A
+ * thread takes its descriptors only from what leaves at least half of the
+ * free ones (or one for each pick) to the pidfds, so that a small limit
+ * means fewer threads, down to none, never a target without a pidfd; the
+ * kill never needs a thread. Then the descriptor table is grown to hold a
+ * batch of pidfds, each with the duplicate its release job takes, while
+ * mrelease has one thread (mr_fd_grow). The threads to start. */
+static unsigned int room(struct mr_act *a)
 {
 	struct mr_run *run = a->run;
-	size_t wave, want;
+	unsigned int asked = plan_jobs(a), jobs = asked;
+	size_t free, keep, batch, want;
 
-	a->fd_kept = MR_FD_RESERVE + MR_FD_POOL + (size_t)jobs * MR_FD_PER_THREAD;
-	a->room = a->most = mr_fd_room(run->cfg.proc, a->fd_kept, &a->fd_used, &a->fd_limit);
-	wave = a->room < a->npicks ? a->room : a->npicks;
-	want = a->fd_used + a->fd_kept + 2 * wave;
+	a->fd_kept = MR_FD_RESERVE + MR_FD_POOL;
+	free = mr_fd_room(run->cfg.proc, a->fd_kept, &a->fd_used, &a->fd_limit);
+	keep = a->npicks < free - free / 2 ? a->npicks : free - free / 2;
+	if ((free - keep) / MR_FD_PER_THREAD < jobs)
+		jobs = (unsigned int)((free - keep) / MR_FD_PER_THREAD);
+	if (jobs < asked)
+		mr_note_add(run, (struct mr_note){ .kind = MR_N_THREADS_ROOM, .cgroup = -1,
+						   .n = jobs, .m = asked });
+	a->fd_kept += (size_t)jobs * MR_FD_PER_THREAD;
+	a->most = free - (size_t)jobs * MR_FD_PER_THREAD;
+	batch = a->most < a->npicks ? a->most : a->npicks;
+	want = a->fd_used + a->fd_kept + 2 * batch;
 	mr_fd_grow(want < a->fd_limit ? want : a->fd_limit);
+	return jobs;
 }
 
 static int start_pool(struct mr_act *a, unsigned int jobs)
@@ -204,10 +127,7 @@ static int know_self(struct mr_act *a)
 /* Once the picks are known: room for their pidfds, then the threads. */
 static int prepare(struct mr_act *a)
 {
-	unsigned int jobs = plan_jobs(a);
-
-	room(a, jobs);
-	return start_pool(a, jobs);
+	return start_pool(a, room(a));
 }
 
 /* Before anything is sent: the threads' nice value and CPUs are best
@@ -227,154 +147,63 @@ static void ready(struct mr_act *a)
 	mr_note(run, MR_N_THREADS, -1, run->threads, 0);
 }
 
-/* A pidfd is opened: one less fits. The first since the last close begins
- * a wave. */
-void mr_take_room(struct mr_act *a)
+/* The last two phases: the releases of the targets in state, then the
+ * waits (--wait, or without process_mrelease the exits in its place), one
+ * deadline for the run, after its last kill. */
+static int release_and_wait(struct mr_act *a, enum mr_state state)
 {
-	a->room--;
-	if (!a->in_wave)
-		a->run->waves++;
-	a->in_wave = true;
-}
+	int r = mr_release_in(a, state);
 
-/* A pidfd held for no target, closed: one more fits. */
-void mr_close_spare(struct mr_act *a, int fd)
-{
-	close(fd);
-	a->room++;
-}
-
-/* The end of a wave: what it killed (or, without --kill, what it opened)
- * released, largest first, its figures read first where its kill came
- * before they could be; then --wait for those exits. */
-int mr_end_wave(struct mr_act *a)
-{
-	struct mr_run *run = a->run;
-	int r;
-
-	if (run->interrupted || run->cfg.dry_run)
-		return 0;
-	if ((r = mr_read_before(a)) ||
-	    (r = mr_release_in(a, run->cfg.kill ? MR_KILLED : MR_OPENED)) || run->interrupted)
+	if (r || a->run->interrupted)
 		return r;
 	return mr_wait_exits(a);
 }
 
-/* No room for another pidfd in the middle of a cgroup's kill: this wave
- * ends early (what it killed is released, and what it is done with
- * closed), and the next begins. */
-int mr_make_room(struct mr_act *a)
-{
-	int r = mr_end_wave(a);
-
-	mr_close_done(a);
-	return r;
-}
-
-/* The next wave opened, after the last one's pidfds were closed: its
- * size, 0 when there is nothing left to open, or -errno. The last wave's
- * stay open for the exits waited for before the counters are read. */
-static ssize_t next_wave(struct mr_act *a, bool named_only)
-{
-	if (!mr_picks_left(a, named_only))
-		return 0;
-	mr_close_done(a);
-	a->read_left_us = (int64_t)MR_READ_BOUND_MS * 1000;
-	return mr_open_wave(a, named_only);
-}
-
-/* One wave of a kill: its figures; its members of cgroups killed already
- * settled by that kill; the grace; the kills of its pids named; where the
- * wave holds every target, each cgroup's kill; then the releases. Refused
- * at a cgroup, or short of memory: what was killed is released all the
- * same. */
-static int kill_wave(struct mr_act *a, bool whole)
+/* A kill: the first touch of every target (with --grace, the first signal
+ * to each; without, the kill of each pid named), the grace, the kills of
+ * the pids named still left and of the cgroups, then the releases and the
+ * waits. Refused at a cgroup, or short of memory: what was killed is
+ * released all the same. */
+static int kill_run(struct mr_act *a)
 {
 	struct mr_run *run = a->run;
 	int r, w;
 
-	if ((r = mr_read_before(a)) || mr_stopped(a))
-		return r;
-	mr_settle_members(a);
-	if (run->cfg.grace && ((r = mr_grace(a)) || run->interrupted))
-		return r;
-	r = mr_kill_named(a);
-	if (!r && whole && !a->cgroups_killed)
+	r = mr_touch(a, run->cfg.grace ? mr_first_signal : mr_kill_batch);
+	if (!r && run->cfg.grace && !run->interrupted)
+		r = mr_grace(a);
+	if (!r && !run->interrupted)
+		r = mr_kill_named(a);
+	if (!r && !run->interrupted)
 		r = mr_kill_cgroups(a);
 	if (r == -ECANCELED)
 		mr_stop_rest(run);
 	if (run->interrupted)
 		return r;
-	w = mr_end_wave(a);
+	w = release_and_wait(a, MR_KILLED);
 	return r ? r : w;
 }
 
-/* Members of each cgroup that get no --grace signal: they did not fit in
- * a wave before their cgroup's kill. */
-static void say_no_grace(struct mr_act *a)
-{
-	struct mr_run *run = a->run;
-
-	for (size_t c = 0; run->cfg.grace && c < run->ncgroups; c++) {
-		size_t n = 0;
-
-		for (size_t i = 0; i < a->npicks; i++)
-			n += a->picks[i].cgroup == (int)c && !a->picks[i].named && !a->picks[i].opened;
-		if (n)
-			mr_note_add(run, (struct mr_note){ .kind = MR_N_NO_GRACE, .cgroup = (int)c,
-							   .n = n, .sig = run->cfg.first_signal });
-	}
-}
-
-/* Kill and release, in waves of as many targets as fit at once. When every
- * target fits, that is one wave, and the cgroups are killed in it, after
- * the pids named. Otherwise the pids named go first, in waves; then each
- * cgroup is killed whole, its members opened as room allows; then the
- * members no listing of that kill found (they left, or went) are settled,
- * in waves too. */
-static int kill_run(struct mr_act *a)
-{
-	struct mr_run *run = a->run;
-	bool whole = a->room >= a->npicks;
-	ssize_t n;
-	int r = 0, w;
-
-	while (!r && !run->interrupted && !run->refused.what && (n = next_wave(a, !whole)))
-		r = n < 0 ? (int)n : kill_wave(a, whole);
-	if (whole || r || run->interrupted || run->refused.what || !run->ncgroups)
-		return r;
-	say_no_grace(a);
-	if ((r = mr_kill_cgroups(a)) == -ECANCELED)
-		mr_stop_rest(run);
-	if (run->interrupted)
-		return r;
-	w = mr_end_wave(a);
-	r = r ? r : w;
-	while (!r && !run->interrupted && (n = next_wave(a, false)))
-		r = n < 0 ? (int)n : kill_wave(a, false);
-	return r;
-}
-
-/* Release what is dying (or, in a dry run, say what a run would do), in
- * waves of as many targets as fit at once. */
+/* Release what is dying: the first touch reads the figures; then the
+ * releases and the waits. */
 static int release_run(struct mr_act *a)
 {
-	struct mr_run *run = a->run;
-	ssize_t n;
-	int r = 0;
+	int r = mr_touch(a, mr_read_before);
 
-	while (!r && !run->interrupted && (n = next_wave(a, false))) {
-		if (n < 0)
-			r = (int)n;
-		else if ((r = mr_read_before(a)))
-			break;
-		else if (run->cfg.dry_run)
-			mr_predict(a);
-		else
-			r = mr_end_wave(a);
-	}
-	if (run->cfg.dry_run)
-		mr_predict_cgroups(run);
+	if (r || a->run->interrupted)
+		return r;
+	return release_and_wait(a, MR_OPENED);
+}
+
+/* Say what a run would do: the writes to cgroup.kill first, then each
+ * target in its first touch, then what only the whole selection tells. */
+static int dry_run(struct mr_act *a)
+{
+	int r;
+
+	mr_predict_writes(a->run);
+	r = mr_touch(a, mr_predict);
+	mr_predict_end(a);
 	return r;
 }
 
@@ -393,7 +222,12 @@ int mr_run(struct mr_run *run, const struct mr_pidlist *named)
 		goto out;
 	mr_plan_kills(run);
 	ready(&a);
-	r = run->cfg.kill && !run->cfg.dry_run ? kill_run(&a) : release_run(&a);
+	if (run->cfg.dry_run)
+		r = dry_run(&a);
+	else if (run->cfg.kill)
+		r = kill_run(&a);
+	else
+		r = release_run(&a);
 	if (run->sent) {
 		run->elapsed_us = mr_now_us() - a.act_start;
 		if (!r && !run->interrupted)

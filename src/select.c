@@ -1,9 +1,12 @@
-/* select.c: which processes a run is about: the pids named, the members
- * of each cgroup (checked at this first listing: a cgroup that may not be
- * killed is refused before anything is sent), or with --dying every
- * process; each once, in pid order. They are picks until a wave (or a
- * cgroup's listing) opens them as pidfds, as many at once as the limit on
- * open files lets the run hold.
+/* select.c: which processes a run is about, and its first touch of them.
+ *
+ * The contract: the picks are the pids named, the members of each cgroup
+ * (checked at this first listing: a cgroup that may not be killed is
+ * refused before anything is sent), or with --dying every process that
+ * /proc/PID/stat does not show alive and well; each once, in pid order.
+ * The first touch opens every pick as a pidfd, in batches of as many as
+ * fit, and hands each batch to the phase's first act (mr_touch): every
+ * pick is opened, whatever the limit on open files.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -12,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "run.h"
+#include "act.h"
 
 static int add_pick(struct mr_pick **v, size_t *n, size_t *cap, struct mr_pick p)
 {
@@ -67,19 +70,22 @@ static int list_proc(struct mr_run *run, struct mr_pick **v, size_t *n, size_t *
 }
 
 /* Picks for the pids named, and the members of every cgroup (or every
- * process, with --dying alone), sorted by pid, once each. */
+ * process, with --dying alone), sorted by pid, once each. --dying with
+ * pids (--follow's release of the processes it saw killed) picks those
+ * pids alone, and with cgroups only those the cgroups hold. */
 static int gather(struct mr_act *a, const struct mr_pidlist *named, struct mr_pick **out, size_t *count)
 {
 	struct mr_run *run = a->run;
 	struct mr_pick *v = NULL;
 	size_t n = 0, cap = 0, k = 0;
+	bool seen = run->cfg.dying && named->len;
 	int r = 0;
 
 	for (size_t i = 0; !r && i < named->len; i++)
 		r = add_pick(&v, &n, &cap, (struct mr_pick){ .pid = named->v[i].pid, .cgroup = -1,
 							     .ino = named->v[i].ino, .named = true,
 							     .stdin = named->v[i].stdin });
-	if (!r && run->cfg.dying && !run->ncgroups && (r = list_proc(run, &v, &n, &cap)))
+	if (!r && run->cfg.dying && !run->ncgroups && !seen && (r = list_proc(run, &v, &n, &cap)))
 		mr_fatal(run, r, run->cfg.proc);
 	for (size_t c = 0; !r && c < run->ncgroups; c++) {
 		struct mr_cgroup *cg = &run->cgroups[c];
@@ -110,6 +116,14 @@ static int gather(struct mr_act *a, const struct mr_pidlist *named, struct mr_pi
 				v[k - 1].cgroup = v[i].cgroup;
 			continue;
 		}
+		v[k++] = v[i];
+	}
+	n = k;
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		/* Seen killed, and held by a cgroup named: no other. */
+		if (seen && run->ncgroups && (!v[i].named || v[i].cgroup < 0))
+			continue;
 		/* --dying: what /proc/PID/stat says is not dying is left
 		 * alone, never opened (one read each: a sweep of every process
 		 * costs little more than the listing). */
@@ -124,36 +138,9 @@ static int gather(struct mr_act *a, const struct mr_pidlist *named, struct mr_pi
 	return 0;
 }
 
-/* Append t to the run's targets: the new one, or NULL without memory. */
-static struct mr_target *add_target(struct mr_act *a, const struct mr_target *t)
-{
-	struct mr_run *run = a->run;
-
-	if (run->ntargets == a->cap) {
-		size_t c = a->cap ? 2 * a->cap : 64;
-		struct mr_target *v = reallocarray(run->targets, c, sizeof(*v));
-
-		if (!v)
-			return NULL;
-		run->targets = v;
-		a->cap = c;
-	}
-	run->targets[run->ntargets] = *t;
-	return &run->targets[run->ntargets++];
-}
-
-/* Not one pidfd fits beside the descriptors kept aside: said once. */
-static void no_room(struct mr_act *a)
-{
-	if (a->no_room)
-		return;
-	a->no_room = true;
-	mr_note_add(a->run, (struct mr_note){ .kind = MR_N_NO_ROOM, .cgroup = -1,
-					      .n = a->fd_used + a->fd_kept, .m = a->fd_limit });
-}
-
 /* Open a pick into a target, in *out; pidfd: one opened for it already
- * (counted in the room then, and taken over), or -1. A pick of the
+ * (counted as held, and taken over), or -1. 0; 1 when there is no room in
+ * the batch being filled (the pick stays a pick); -errno. A pick of the
  * selection is marked opened. A named pid with no process is kept only as
  * a number (a list of a million of them stays small): then *out is NULL.
  * A member of a cgroup whose write to cgroup.kill has been made, opened
@@ -162,25 +149,32 @@ int mr_open_pick(struct mr_act *a, struct mr_pick *p, int pidfd, struct mr_targe
 {
 	struct mr_run *run = a->run;
 	const struct mr_cgroup *cg = p->cgroup >= 0 ? &run->cgroups[p->cgroup] : NULL;
+	bool room = pidfd >= 0 || mr_room(a, true);
 	struct mr_target t;
 
 	*out = NULL;
-	p->opened = true;
 	mr_target_init(&t, p->pid, p->cgroup);
 	t.named = p->named;
 	t.stdin = p->stdin;
 	t.pidfd = pidfd;
+	t.batch = a->batch;
 	t.late = pidfd < 0 && cg && !p->named && cg->kill == MR_CGKILL_FILE && cg->killed;
-	if (a->room || pidfd >= 0) {
+	if (room)
 		mr_target_open(run, &t, p->ino);
-	} else {
-		no_room(a);
-		mr_target_end(&t, MR_FAILED, MR_R_OPEN, EMFILE);
+	if (!room || (pidfd < 0 && t.state == MR_FAILED && t.reason == MR_R_OPEN &&
+		      (t.errnum == EMFILE || t.errnum == ENFILE))) {
+		/* The kernel may have fewer than were counted: what is held
+		 * is all that fits. */
+		a->most = a->open;
+		if (mr_batch_holds(a))
+			return 1;
+		mr_no_room(a, &t);
 	}
+	p->opened = true;
 	if (pidfd < 0 && t.pidfd >= 0)
-		mr_take_room(a);
+		mr_took(a, &t);
 	else if (pidfd >= 0 && t.pidfd < 0)
-		a->room++;
+		a->open--;
 	/* Opened while it was a member, or after its cgroup's write, gone
 	 * since: it exited (of the kill, or by itself). */
 	if ((pidfd >= 0 || t.late) && t.state == MR_LEFT_OUT && t.reason == MR_R_GONE)
@@ -194,7 +188,7 @@ int mr_open_pick(struct mr_act *a, struct mr_pick *p, int pidfd, struct mr_targe
 		m[run->nmissing++] = p->pid;
 		return 0;
 	}
-	if (!(*out = add_target(a, &t))) {
+	if (!(*out = mr_add_target(a, &t))) {
 		mr_target_close(&t);
 		return mr_fatal(run, -ENOMEM, "target list");
 	}
@@ -222,50 +216,38 @@ struct mr_pick *mr_pending(struct mr_act *a, pid_t pid)
 	return p && !p->opened ? p : NULL;
 }
 
-/* Whether a pick is left for a wave to open (with named_only, one named
- * by pid alone); the cursor goes past those there is nothing left to do
- * with. */
-bool mr_picks_left(struct mr_act *a, bool named_only)
+/* The first touch: every pick opened, in pid order, in batches of as many
+ * pidfds as fit; fn is given each batch, the targets whose pidfds it
+ * holds. Stops when fn fails or a signal interrupts the run. */
+int mr_touch(struct mr_act *a, mr_batch_fn fn)
 {
-	size_t *next = named_only ? &a->next_named : &a->next;
-
-	while (*next < a->npicks &&
-	       (a->picks[*next].opened || (named_only && !a->picks[*next].named)))
-		++*next;
-	return *next < a->npicks;
-}
-
-/* The next wave: the picks not opened yet, in pid order (with named_only,
- * those named by pid alone), opened while the room lasts. How many were
- * opened, or -errno. When not one fits, every pick left fails, with the
- * limit to raise. A pidfd_open that finds the table full in the middle of
- * a wave ends the wave there: that pick goes in the next. */
-ssize_t mr_open_wave(struct mr_act *a, bool named_only)
-{
-	size_t *next = named_only ? &a->next_named : &a->next;
 	struct mr_run *run = a->run;
+	size_t *b = calloc(a->npicks ? a->npicks : 1, sizeof(*b)), k = 0;
 	struct mr_target *t;
-	ssize_t n = 0;
 	int r = 0;
 
-	for (; *next < a->npicks && !r && (a->room || !n); ++*next) {
-		struct mr_pick *p = &a->picks[*next];
-
-		if (p->opened || (named_only && !p->named))
-			continue;
-		if ((r = mr_open_pick(a, p, -1, &t)) || !t || t->pidfd < 0) {
-			if (!r && t && n && t->state == MR_FAILED && t->reason == MR_R_OPEN &&
-			    (t->errnum == EMFILE || t->errnum == ENFILE)) {
-				run->ntargets--;
-				p->opened = false;
-				a->room = 0;
-				break;
-			}
+	if (!b)
+		return mr_fatal(run, -ENOMEM, "batch list");
+	mr_phase(a);
+	for (size_t i = 0; !r && i < a->npicks && !run->interrupted;) {
+		if (a->picks[i].opened) {
+			i++;
 			continue;
 		}
-		n++;
+		if ((r = mr_open_pick(a, &a->picks[i], -1, &t)) == 1) {
+			r = fn(a, b, k);
+			k = 0;
+			mr_next_batch(a);
+			continue;
+		}
+		if (!r && t && t->pidfd >= 0)
+			b[k++] = run->ntargets - 1;
+		i++;
 	}
-	return r ? r : n;
+	if (!r && k && !run->interrupted)
+		r = fn(a, b, k);
+	free(b);
+	return r;
 }
 
 /* Select the picks; nothing is opened yet. */

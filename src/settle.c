@@ -9,59 +9,91 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "run.h"
+#include "act.h"
 
 /* Wait until the targets in items[0..n) exit, or deadline: gone[i] says
- * which did. A signal that interrupts the run ends the wait. */
+ * which did. In batches of as many pidfds as fit, with the one deadline:
+ * a pidfd closed to make room is opened again, and a pid whose process is
+ * not the same any more has exited. Each batch is polled at least once,
+ * so that those reached after the deadline are still seen if gone. A
+ * signal that interrupts the run ends the wait. */
 int mr_wait_targets(struct mr_act *a, const size_t *items, size_t n, int64_t deadline,
-			bool *gone)
+		    bool *gone)
 {
-	int *fds = calloc(n ? n : 1, sizeof(*fds));
-	int r;
+	struct mr_run *run = a->run;
+	int *fds = calloc(n ? n : 1, sizeof(*fds)), r = 0;
+	size_t *at = calloc(n ? n : 1, sizeof(*at));
+	bool *b = calloc(n ? n : 1, sizeof(*b));
 
-	if (!fds)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		fds[i] = a->run->targets[items[i]].pidfd;
-	r = mr_wait_exit(fds, n, deadline, &a->run->cfg.waitmask, gone);
+	if (!fds || !at || !b) {
+		r = -ENOMEM;
+		goto out;
+	}
+	mr_phase(a);
+	for (size_t i = 0; !r && i < n && !run->interrupted;) {
+		size_t k = 0;
+
+		for (int h; i < n; i++) {
+			struct mr_target *t = &run->targets[items[i]];
+
+			if ((h = mr_hold(a, t)) == 1)
+				break;
+			gone[i] = h == -ESRCH;
+			if (h == 0) {
+				at[k] = i;
+				fds[k++] = t->pidfd;
+			}
+		}
+		if (k && (r = mr_wait_exit(fds, k, deadline, &run->cfg.waitmask, b)) == -EINTR)
+			run->interrupted = true;
+		for (size_t j = 0; !r && j < k; j++)
+			gone[at[j]] = b[j];
+		if (i < n)
+			mr_next_batch(a);
+	}
+out:
 	free(fds);
-	if (r == -EINTR)
-		a->run->interrupted = true;
+	free(at);
+	free(b);
 	return r == -EINTR ? 0 : r;
 }
 
-/* A target that exited by itself: its figures after. */
+/* A target that exited by itself: its memory came back with its exit. */
 void mr_exited(struct mr_run *run, struct mr_target *t)
 {
 	mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
-	mr_measure(run->cfg.proc, run->cfg.measure, t->mm_pid, t->pidfd, &t->after);
+	if (run->cfg.measure != MR_MEASURE_NONE)
+		t->after = (struct mr_mem){ 0, 0, 0, 0 };
 }
 
 /* A target that exited by itself may still be freeing its memory:
  * process_mrelease says ESRCH once its address space is detached, and the
- * pages come back as the exit goes on. The exits of the last wave (those
- * of earlier waves had the later ones' time) are waited for (their pidfds
- * poll readable only after that), MR_READ_BOUND_MS at most, so that the
- * counters read afterwards (the cgroups', MemAvailable) hold what they
- * freed. Only the figures depend on it: a wait that cannot be made is
- * skipped. */
+ * pages come back as the exit goes on. The exits of those still held are
+ * waited for (their pidfds poll readable only after that),
+ * MR_READ_BOUND_MS at most, so that the counters read afterwards (the
+ * cgroups', MemAvailable) hold what they freed. Only the figures depend
+ * on it: a wait that cannot be made is skipped. */
 void mr_wait_exited(struct mr_act *a)
 {
 	struct mr_run *run = a->run;
 	size_t n, k = 0, *items = mr_in_state(run, MR_EXITED, &n);
+	int *fds = calloc(n ? n : 1, sizeof(*fds));
 	bool *gone = calloc(n ? n : 1, sizeof(*gone));
 
-	for (size_t i = 0; items && i < n; i++)
+	for (size_t i = 0; items && fds && i < n; i++)
 		if (run->targets[items[i]].pidfd >= 0)
-			items[k++] = items[i];
+			fds[k++] = run->targets[items[i]].pidfd;
 	if (gone && k)
-		(void)mr_wait_targets(a, items, k, mr_now_us() + (int64_t)MR_READ_BOUND_MS * 1000, gone);
+		(void)mr_wait_exit(fds, k, mr_now_us() + (int64_t)MR_READ_BOUND_MS * 1000,
+				   &run->cfg.waitmask, gone);
 	free(items);
+	free(fds);
 	free(gone);
 }
 
-/* --wait for this wave's released targets to exit; and, without
- * process_mrelease, for its killed ones, in its place. */
+/* The wait phase, after the last kill of the run and its releases, with
+ * one deadline: --wait for the released targets to exit; and, without
+ * process_mrelease, for the killed ones, in its place. */
 int mr_wait_exits(struct mr_act *a)
 {
 	struct mr_run *run = a->run;
@@ -72,7 +104,7 @@ int mr_wait_exits(struct mr_act *a)
 	for (size_t i = 0; !r && i < run->ntargets; i++) {
 		struct mr_target *t = &run->targets[i];
 
-		if (t->pidfd >= 0 && t->waited == MR_WAITED_NO &&
+		if (t->waited == MR_WAITED_NO &&
 		    ((run->cfg.wait && t->state == MR_RELEASED) || (a->nosys && !mr_target_ended(t))))
 			items[n++] = i;
 		else if (run->cfg.wait && t->state == MR_EXITED && t->waited == MR_WAITED_NO)
@@ -87,7 +119,7 @@ int mr_wait_exits(struct mr_act *a)
 			mr_target_waited(t, gone[i]);
 		else if (gone[i] && !mr_target_ended(t))
 			mr_exited(run, t);
-		else if (!run->interrupted)
+		else if (!run->interrupted && !mr_target_ended(t))
 			mr_target_end(t, MR_FAILED, MR_R_NOSYS, 0);
 	}
 	free(items);
@@ -95,24 +127,7 @@ int mr_wait_exits(struct mr_act *a)
 	return r ? mr_fatal(run, r, "waiting for the targets to exit") : 0;
 }
 
-/* The pidfds of the targets the run is done with, closed: room for the
- * next wave. */
-void mr_close_done(struct mr_act *a)
-{
-	struct mr_run *run = a->run;
-
-	for (size_t i = 0; i < run->ntargets; i++) {
-		struct mr_target *t = &run->targets[i];
-
-		if (t->pidfd >= 0 && mr_target_ended(t)) {
-			mr_target_close(t);
-			a->room++;
-		}
-	}
-	a->in_wave = false;
-}
-
-/* The picks no wave reached: the run stopped first. Kept as numbers, as
+/* The picks no batch reached: the run stopped first. Kept as numbers, as
  * the named pids with no process are; the report makes them rows. */
 static void unreached(struct mr_act *a)
 {
@@ -188,9 +203,9 @@ void mr_finish(struct mr_act *a)
 	unfinished += run->nunreached;
 	if (run->interrupted)
 		mr_note(run, MR_N_INTERRUPTED, -1, unfinished, 0);
-	if (run->waves > 1)
-		mr_note_add(run, (struct mr_note){ .kind = MR_N_WAVES, .cgroup = -1, .n = run->waves,
-						   .m = a->most });
+	if (run->batches > 1)
+		mr_note_add(run, (struct mr_note){ .kind = MR_N_BATCHES, .cgroup = -1,
+						   .n = run->batches, .m = a->most });
 	run->not_dying = a->undying;
 	if (run->cfg.dying) {
 		mr_note(run, MR_N_NOT_DYING, -1, undying + a->undying, 0);

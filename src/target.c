@@ -310,9 +310,7 @@ static int check_inode(const struct mr_run *run, struct mr_target *t, uint64_t w
 int mr_target_open(const struct mr_run *run, struct mr_target *t, uint64_t want_ino)
 {
 	const struct mr_ancestor *a;
-	unsigned long flags;
-	pid_t ppid;
-	char state;
+	struct mr_stat st;
 	int r;
 
 	if (t->pid == run->self)
@@ -329,7 +327,7 @@ int mr_target_open(const struct mr_run *run, struct mr_target *t, uint64_t want_
 	}
 	/* What /proc says belongs to the pidfd's process only if that process
 	 * is still there after we read it. */
-	r = mr_proc_stat(run->cfg.proc, t->pid, t->comm, &state, &ppid, &flags);
+	r = mr_proc_stat(run->cfg.proc, t->pid, &st);
 	if (!mr_target_alive(t)) {
 		mr_target_end(t, t->named ? MR_EXITED : MR_LEFT_OUT, t->named ? MR_R_NONE : MR_R_GONE, 0);
 		mr_target_close(t);
@@ -343,13 +341,70 @@ int mr_target_open(const struct mr_run *run, struct mr_target *t, uint64_t want_
 		t->fig_errnum = -r;
 		return 0;
 	}
-	if (flags & MR_PF_KTHREAD) {
+	memcpy(t->comm, st.comm, sizeof(t->comm));
+	t->start = st.start;
+	if (st.flags & MR_PF_KTHREAD) {
 		mr_target_close(t);
 		return refuse(t, MR_R_KTHREAD);
 	}
-	if ((state == 'Z' || state == 'X') && (r = zombie_leader(run->cfg.proc, t)))
+	if ((st.state == 'Z' || st.state == 'X') && (r = zombie_leader(run->cfg.proc, t)))
 		mr_target_close(t);
 	return r;
+}
+
+/* Open t's pidfd again, after it was closed to make room for others. Its
+ * pid is t's process only as long as that process is not reaped; what
+ * proves the process behind the new pidfd is t's is its pidfs inode (the
+ * kernel never gives two processes one inode in a boot), or, before pidfs,
+ * its start time read from /proc and confirmed by the pidfd after the read.
+ * 0: held again, the same process. -ESRCH: it is not: t's process has
+ * exited (and was reaped), and t says so, having given its memory back.
+ * -EPERM: it cannot be proven either way; t has failed. -EMFILE, -ENFILE:
+ * no descriptor; t is as it was. Never a guess: a pid is acted on again
+ * only where it is proven the same process. */
+int mr_target_reopen(const struct mr_run *run, struct mr_target *t)
+{
+	struct mr_stat st;
+	uint64_t ino = 0;
+	int fd = mr_sys_pidfd_open(t->pid), e, r;
+	bool same;
+
+	if (fd < 0) {
+		e = errno;
+		if (e == EMFILE || e == ENFILE)
+			return -e;
+		if (e != ESRCH)
+			mr_target_end(t, MR_FAILED, MR_R_OPEN, e);
+		else
+			goto gone;
+		return -e;
+	}
+	if (run->pidfs) {
+		same = mr_pidfd_inode(fd, &ino) == 0 && ino == t->ino;
+	} else {
+		r = mr_proc_stat(run->cfg.proc, t->pid, &st);
+		if (mr_sys_pidfd_send_signal(fd, 0) && errno == ESRCH) {
+			close(fd);
+			goto gone;
+		}
+		if (r || !t->start) {
+			close(fd);
+			mr_target_end(t, MR_FAILED, MR_R_UNPROVEN, r ? -r : 0);
+			return -EPERM;
+		}
+		same = st.start == t->start;
+	}
+	if (!same) {
+		close(fd);
+		goto gone;
+	}
+	t->pidfd = fd;
+	return 0;
+gone:
+	mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
+	if (run->cfg.measure != MR_MEASURE_NONE)
+		t->after = (struct mr_mem){ 0, 0, 0, 0 };
+	return -ESRCH;
 }
 
 void mr_target_close(struct mr_target *t)

@@ -358,6 +358,19 @@ v1_cgroup() {
 	make_cgroup "$mnt"
 }
 
+# need_tracefs: tracefs mounted, its mount point in $TRACEFS (read from
+# mountinfo). systemd mounts it at boot; where nothing has, the test mounts
+# it at /sys/kernel/tracing, and its teardown unmounts it again.
+need_tracefs() {
+	TRACEFS=$(awk '{ for (i = 7; i <= NF; i++) if ($i == "-") break
+		if ($(i + 1) == "tracefs" && $4 == "/") { print $5; exit } }' /proc/self/mountinfo)
+	[ -z "$TRACEFS" ] || return 0
+	mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null ||
+		skip "needs tracefs, which cannot be mounted here"
+	at_teardown umount /sys/kernel/tracing
+	TRACEFS=/sys/kernel/tracing
+}
+
 # The cgroup2 mount, for every test; empty where there is none (need_v2
 # skips then).
 V2=$(cgroup2_mount)

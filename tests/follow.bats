@@ -1,9 +1,12 @@
 #!/usr/bin/env bats
-# follow.bats: mrelease --follow, the service. Every run of it is inside a
-# pid namespace of the test's own (a sweep releases whatever is dying there,
-# and sees nothing else), with the test's own victims (frozen_in_pidns): $D,
-# frozen and then killed by the test (dying, its memory held), and $L,
-# frozen and not killed.
+# follow.bats: mrelease --follow, the service, woken by pressure and the
+# timer, and how it keeps going: its output, its descriptors, a cgroup that
+# goes. Every run of it here is inside a pid namespace of the test's own (a
+# sweep releases whatever is dying there, and sees nothing else; the signals
+# source is declined there, as another pid namespace), with the test's own
+# victims (frozen_in_pidns): $D, frozen and then killed by the test (dying,
+# its memory held), and $L, frozen and not killed. signals.bats has the
+# signals source, in the host's pid namespace.
 
 bats_require_minimum_version 1.5.0
 load common
@@ -13,11 +16,12 @@ setup() {
 }
 
 @test "--follow --interval: a victim killed by another is released within 2 s, said once; the living untouched; SIGTERM ends it at once, exit 0" {
+	need_tracefs
 	freezer_cgroup
 	run -0 --separate-stderr frozen_in_pidns '
 		out=$3/out
 		"$1" --follow --interval 0.5 >"$out" 2>"$3/err" & F=$!
-		wait_until 40 test -s "$out" || exit 96
+		wait_until 40 grep -q "^WHEN" "$out" || exit 96
 		kill -9 $D
 		killed=$(date +%s%N)
 		wait_until 40 grep -q " $D mr-victim .* released$" "$out" || exit 95
@@ -39,8 +43,9 @@ setup() {
 	[ "$took" -lt 1000 ] || fail "SIGTERM took $took ms to end it"
 	run -0 cat "$BATS_TEST_TMPDIR/out"
 	assert_equal "$(grep -c ' mr-victim .* released$' <<<"$output")" 1
-	assert_line --index 0 --regexp '^WHEN +PID COMM +RSS BEFORE +FREED +TIME STATUS$'
-	assert_line --regexp '^[0-9TZ:-]+ [0-9]+ sweeps \([0-9]+ on pressure, [0-9]+ on the timer\): 1 released, 0 failed, [1-9][0-9.]*M freed$'
+	assert_line --index 0 --regexp '^[0-9TZ:-]+ +following: waking on pressure and the timer; not on signals: another pid namespace: '
+	assert_line --index 1 --regexp '^WHEN +PID COMM +RSS BEFORE +FREED +TIME STATUS$'
+	assert_line --regexp '^[0-9TZ:-]+ [0-9]+ sweeps \(0 on signals, [0-9]+ on pressure, [0-9]+ on the timer\): 1 released, 0 failed, [1-9][0-9.]*M freed$'
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" ""
 }
 
@@ -59,27 +64,39 @@ setup() {
 	dying_rss
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/status")" 0
 	((LIVING_KB > 3000)) || fail "the living victim holds $LIVING_KB KiB"
-	run -0 cat "$BATS_TEST_TMPDIR/err"
-	assert_output "mrelease: interrupted with 1 target unfinished; released nothing more; reporting what was done"
+	((DYING_KB > 15000)) || fail "the dying victim was released: $DYING_KB KiB left"
+	# With --json, the warning is a record of the stream, not a line on
+	# stderr.
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" ""
 	output=$(cat "$BATS_TEST_TMPDIR/out")
-	jq -se 'map(select(.type == "sweep")) | length >= 1 and all(.released == 0)' <<<"$output" >/dev/null ||
-		fail "sweep objects: $output"
+	jq -se 'map(select(.type == "warning")) | map(.message) == ["interrupted with 1 target unfinished; released nothing more; reporting what was done"]' \
+		<<<"$output" >/dev/null || fail "warning records: $output"
+	jq -se 'map(select(.type == "release")) | length == 0' <<<"$output" >/dev/null ||
+		fail "release records: $output"
 	jq -se 'last | .type == "summary" and .released == 0' <<<"$output" >/dev/null ||
 		fail "summary: $output"
 }
 
-@test "--follow --json: NDJSON, a release object as in the one-shot document, a sweep object each, the summary last" {
+@test "--follow --json: NDJSON, the start record first, a release object as in the one-shot document, a sweep object when it found something, the summary last" {
+	need_tracefs
 	freezer_cgroup
 	run -0 --separate-stderr frozen_in_pidns '
 		"$1" --follow --json --interval 0.3 >"$3/out" 2>"$3/err" & F=$!
+		wait_until 60 grep -q "\"type\":\"start\"" "$3/out" || exit 96
 		kill -9 $D
 		wait_until 60 grep -q "\"type\":\"release\"" "$3/out" || exit 95
-		wait_until 60 grep -q "\"sweep\":5," "$3/out" || exit 94
+		# Five more sweeps on the timer, which find the victim said.
+		sleep 1.6
 		kill -INT $F
 		wait $F'
 	output=$(cat "$BATS_TEST_TMPDIR/out")
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" ""
 	# One object a line, each a document of its own.
 	jq -e . <<<"$output" >/dev/null || fail "not NDJSON: $output"
+	jq -se '.[0] | .type == "start" and .sources == ["pressure", "timer"]
+		and (.declined.signals | test("another pid namespace"))
+		and .interval_ms == 300 and .settle_ms == 2000 and .pressure == "some 200000 2000000"' \
+		<<<"$output" >/dev/null || fail "start record: $output"
 	assert_equal "$(jq -s 'map(select(.type == "release")) | length' <<<"$output")" 1
 	jq -se 'map(select(.type == "release"))[0] | .status == "released" and .rss_before_kb > 15000
 		and .rss_after_kb < 1024 and (.time | test("^[0-9-]+T[0-9:.]+Z$"))' <<<"$output" >/dev/null ||
@@ -88,24 +105,41 @@ setup() {
 	local keys
 	keys=$("$MRELEASE" --json --dry-run 1 2>/dev/null | jq -c '.targets[0] | keys_unsorted')
 	assert_equal "$(jq -sc 'map(select(.type == "release"))[0] | del(.type, .time) | keys_unsorted' <<<"$output")" "$keys"
-	jq -se 'map(select(.type == "sweep")) | length >= 5 and all(.trigger == "interval")
-		and (map(.released) | add) == 1 and (map(.known) | add) >= 1' <<<"$output" >/dev/null ||
+	# A sweep record only for the sweep that found something; its own time.
+	jq -se 'map(select(.type == "sweep")) | length == 1 and .[0].trigger == "timer"
+		and .[0].released == 1 and .[0].elapsed_us > 0' <<<"$output" >/dev/null ||
 		fail "sweep objects: $output"
-	jq -se 'last | .type == "summary" and .released == 1 and .failed == 0 and .sweeps >= 5' \
+	jq -se 'last | .type == "summary" and .released == 1 and .failed == 0 and .sweeps >= 6
+		and .on_start == 1 and .on_timer >= 5 and .records_dropped == 0' \
 		<<<"$output" >/dev/null || fail "summary: $output"
+}
+
+@test "--follow --json --verbose: a sweep object for every sweep, each with its elapsed_us" {
+	freezer_cgroup
+	run -0 --separate-stderr dying_in_pidns '
+		"$1" --follow --json --verbose --interval 0.2 >"$3/out" 2>"$3/err" & F=$!
+		wait_until 60 grep -q "\"sweep\":5," "$3/out" || exit 94
+		kill -TERM $F
+		wait $F'
+	output=$(cat "$BATS_TEST_TMPDIR/out")
+	jq -se 'map(select(.type == "sweep")) | length >= 5 and (map(.released) | add) == 1
+		and (map(.known) | add) >= 1 and all(.elapsed_us > 0)
+		and .[0].trigger == "start" and all(.[1:][]; .trigger == "timer")' <<<"$output" >/dev/null ||
+		fail "sweep objects: $output"
 }
 
 @test "--follow --dry-run says what each sweep would release, and releases nothing" {
 	freezer_cgroup
 	run -0 --separate-stderr frozen_in_pidns '
 		kill -9 $D
-		"$1" --follow --dry-run --json --interval 0.3 >"$3/out" 2>"$3/err" & F=$!
+		"$1" --follow --dry-run --json --verbose --interval 0.3 >"$3/out" 2>"$3/err" & F=$!
 		wait_until 60 grep -q "\"sweep\":3," "$3/out" || exit 94
 		kill -TERM $F
 		wait $F'
 	output=$(cat "$BATS_TEST_TMPDIR/out")
 	jq -se 'map(select(.type == "release")) | length == 1 and .[0].status == "would release"' \
 		<<<"$output" >/dev/null || fail "$output"
+	jq -se '.[0] | .type == "start" and .dry_run' <<<"$output" >/dev/null || fail "$output"
 	dying_rss
 	((DYING_KB > 15000)) || fail "the dry run released: $DYING_KB KiB left"
 }
@@ -132,7 +166,7 @@ setup() {
 	freezer_cgroup
 	run -0 --separate-stderr frozen_in_pidns '
 		kill -9 $D
-		"$1" --follow --json --interval 0.001 >"$3/out" 2>"$3/err" & F=$!
+		"$1" --follow --json --verbose --interval 0.001 >"$3/out" 2>"$3/err" & F=$!
 		wait_until 200 grep -q "\"sweep\":10," "$3/out" || exit 94
 		rss $F >"$3/at10"
 		wait_until 1200 grep -q "\"sweep\":1000," "$3/out" || exit 93
@@ -161,7 +195,8 @@ setup() {
 	mc=$CG
 	echo 8M >"$mc/memory.limit_in_bytes"
 	run -0 --separate-stderr frozen_in_pidns '
-		"$1" --follow --json --pressure "some 10000 2000000" >"$3/out" 2>"$3/err" & F=$!
+		"$1" --follow --json --verbose --pressure "some 10000 2000000" >"$3/out" 2>"$3/err" & F=$!
+		wait_until 60 grep -q "\"trigger\":\"start\"" "$3/out" || exit 96
 		kill -9 $D
 		for ((i = 0; i < 10; i++)); do
 			grep -q "\"trigger\":\"pressure\"" "$3/out" && break
@@ -171,8 +206,8 @@ setup() {
 		kill -TERM $F
 		wait $F' "$mc"
 	output=$(cat "$BATS_TEST_TMPDIR/out")
-	jq -se 'map(select(.type == "sweep")) | length >= 1 and all(.trigger == "pressure")' \
-		<<<"$output" >/dev/null || fail "$output"
+	jq -se 'map(select(.type == "sweep")) | length >= 2 and .[0].trigger == "start"
+		and all(.[1:][]; .trigger == "pressure")' <<<"$output" >/dev/null || fail "$output"
 	jq -se 'map(select(.type == "release")) | length == 1' <<<"$output" >/dev/null || fail "$output"
 	rm -f "$BATS_TEST_TMPDIR/thrash"
 }
@@ -191,11 +226,19 @@ usage_error() {
 	usage_error "--follow never sends a signal" --follow --kill
 	usage_error "--follow never sends a signal" --follow --kill --grace 1
 	usage_error "--follow finds the dying itself; give no PID" --follow 1234
-	usage_error "--pressure and --interval go with --follow" --dying --interval 1
-	usage_error "--interval '0': expected seconds above 0" --follow --interval 0
+	usage_error "--pressure, --interval, --settle, --no-signals, --no-pressure and --metrics go with --follow" --dying --interval 1
+	usage_error "go with --follow" --kill --settle 1 1234
+	usage_error "go with --follow" --dying --no-signals
+	usage_error "go with --follow" --dying --metrics /tmp/x.prom
+	usage_error "--interval '0': expected seconds from 0.001 to 86400" --follow --interval 0
+	usage_error "--interval 'x': expected seconds from 0.001 to 86400" --follow --interval x
+	usage_error "--settle '-1': expected seconds from 0 to 86400" --follow --settle -1
+	usage_error "--no-pressure and --pressure contradict each other" --follow --no-pressure --pressure "some 150000 2000000"
+	usage_error "--metrics '': expected a file name" --follow --metrics ''
+	usage_error "--follow never waits for an exit: one stuck process would hold every sweep after it" --follow --wait 5
 	usage_error "--pressure 'half 1 1000000': expected some or full" --follow --pressure "half 1 1000000"
 	usage_error "--pressure 'some': expected some or full" --follow --pressure some
-	usage_error "--pressure 'some 1e5 1000000': expected" --follow --pressure "some 1e5 1000000"
+	usage_error "--pressure 'some 1e5 1000000': expected some or full, a stall and a window in microseconds, such as 'some 150000 2000000'" --follow --pressure "some 1e5 1000000"
 	usage_error "--pressure 'some 100000 1000000 x': expected" --follow --pressure "some 100000 1000000 x"
 	usage_error "the kernel takes a window of 500000 to 10000000 us" --follow --pressure "some 100000 100000000"
 	usage_error "the kernel takes a window of 500000 to 10000000 us" --follow --pressure "some 100000 100000"
@@ -203,13 +246,108 @@ usage_error() {
 	usage_error "no longer than the window" --follow --pressure "full 2000000 1000000"
 }
 
-@test "the systemd unit passes systemd-analyze verify" {
-	command -v systemd-analyze >/dev/null || skip "needs systemd-analyze"
-	local unit=$BATS_TEST_TMPDIR/mrelease-follow.service
-	# The unit names /usr/bin/mrelease, which verify wants to find: this
-	# build's stands in for it.
-	sed "s|/usr/bin/mrelease|$MRELEASE|" "$MR_SOURCE_DIR/packaging/mrelease-follow.service" >"$unit"
-	run -0 --separate-stderr systemd-analyze verify --man=no "$unit"
+@test "--follow with nothing to wake on is a usage error that says why each source is out" {
+	need_tracefs
+	run -2 --separate-stderr unshare --pid --fork --mount-proc "$MRELEASE" --follow --no-pressure
+	assert_output ""
+	assert_regex "$stderr" "^mrelease: nothing to wake on: signals: another pid namespace: .*; pressure: turned off \(--no-pressure\); give --interval SECONDS to sweep on a timer$"
+}
+
+@test "the --pressure example of the error message is a trigger the kernel takes from an unprivileged user" {
+	[ -e /proc/pressure/memory ] || skip "needs PSI (/proc/pressure/memory)"
+	local spec
+	spec=$("$MRELEASE" --follow --pressure x 2>&1 | sed -n "s/.*such as '\([^']*\)'.*/\1/p")
+	[ -n "$spec" ] || fail "no example in the message"
+	NOBODY_DIR=$(mktemp -d /tmp/mrelease-nobody.XXXXXX)
+	chmod 777 "$NOBODY_DIR"
+	run -0 --separate-stderr unshare --pid --fork --mount-proc setpriv --reuid=nobody \
+		--regid=nogroup --clear-groups bash -c '
+		"$1" --follow --json --pressure "$2" >"$3" 2>&1 & F=$!
+		for ((i = 0; i < 100; i++)); do grep -q "\"type\":\"start\"" "$3" && break; sleep 0.05; done
+		kill -TERM $F
+		wait $F' bash "$MRELEASE" "$spec" "$NOBODY_DIR/out"
+	output=$(head -n 1 "$NOBODY_DIR/out")
+	json_ok ".type == \"start\" and .sources == [\"pressure\"] and .pressure == \"$spec\""
+}
+
+@test "--follow --json | head -1: the broken pipe ends it at once, with one message, exit 3" {
+	freezer_cgroup
+	run -0 --separate-stderr dying_in_pidns '
+		set -o pipefail
+		"$1" --follow --json --verbose --interval 0.01 2>"$3/err" | head -n 1 >"$3/out"
+		echo "${PIPESTATUS[0]}" >"$3/status"'
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/status")" 3
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" "mrelease: standard output: Broken pipe"
+	output=$(cat "$BATS_TEST_TMPDIR/out")
+	json_ok '.type == "start"'
+}
+
+@test "--follow > /dev/full: the failed write ends it at once, with one message, exit 3" {
+	freezer_cgroup
+	run -0 --separate-stderr dying_in_pidns '
+		timeout 10 "$1" --follow --interval 0.01 >/dev/full 2>"$3/err"
+		echo $? >"$3/status"'
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/status")" 3
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" "mrelease: standard output: No space left on device"
+}
+
+@test "a standard output nobody reads never holds --follow up: records are dropped, counted, and said" {
+	freezer_cgroup
+	# A pipe whose reader reads nothing until told: the pipe fills, and
+	# mrelease goes on sweeping (and releasing) all the same.
+	run -0 --separate-stderr dying_in_pidns '
+		mkfifo "$3/go"
+		"$1" --follow --json --verbose --interval 0.001 2>"$3/err" |
+			{ read -r _ <"$3/go"; cat >"$3/out"; } & P=$!
+		wait_until 100 pgrep -P $$ -x mrelease >/dev/null || exit 94
+		F=$(pgrep -P $$ -x mrelease)
+		# Well past what a pipe holds (64 KiB): 1000 sweep records.
+		sleep 2
+		kill -0 $F || exit 93
+		[ "$(awk "/^State:/ { print \$2 }" /proc/$F/status)" != D ] || exit 92
+		echo go >"$3/go"
+		sleep 0.3
+		kill -TERM $F
+		wait $P'
+	output=$(cat "$BATS_TEST_TMPDIR/out")
+	jq -se 'last | .type == "summary" and .records_dropped > 0 and .released == 1' \
+		<<<"$output" >/dev/null || fail "summary: $(tail -n 1 <<<"$output")"
+	jq -se 'map(select(.type == "warning") | .message) | any(test("^[0-9]+ records were dropped: standard output could not take them then$"))' \
+		<<<"$output" >/dev/null || fail "no warning of the records dropped"
+}
+
+@test "closed standard descriptors are opened on /dev/null first: no report is written into a trigger or a pidfd" {
+	freezer_cgroup
+	run -0 --separate-stderr frozen_in_pidns '
+		"$1" --follow --interval 0.1 <&- >&- 2>&- & F=$!
+		wait_until 100 eval "ls -l /proc/$F/fd | grep -q pressure" || exit 96
+		for fd in 0 1 2; do
+			echo "$fd $(readlink /proc/$F/fd/$fd)"
+		done >"$3/fds"
+		ls -l /proc/$F/fd >"$3/all"
+		kill -TERM $F
+		wait $F'
+	run -0 cat "$BATS_TEST_TMPDIR/fds"
+	assert_output "0 /dev/null
+1 /dev/null
+2 /dev/null"
+	grep -q 'pressure' "$BATS_TEST_TMPDIR/all" || fail "no pressure trigger open: $(cat "$BATS_TEST_TMPDIR/all")"
+	# A one-shot run with stdout closed: the report goes nowhere, and
+	# nothing is written into what the run opened.
+	start_victim -m 1
+	run -0 --separate-stderr bash -c '"$@" >&-' bash "$MRELEASE" --kill --json "$VPID"
+	wait_gone "$VPID"
+}
+
+@test "a cgroup followed that is removed ends --follow, naming it: exit 1" {
+	need_v2
+	make_cgroup "$V2"
+	local cg=$CG
+	bg "$MRELEASE" --follow --json --no-signals --cgroup "$cg"
+	wait_until 100 grep -q '"type":"start"' "$BATS_TEST_TMPDIR/bg.out" || fail "no start record"
+	rmdir "$cg"
+	bg_done 1
 	assert_equal "$stderr" ""
-	grep -q '^ExecStart=/usr/bin/mrelease --follow ' "$MR_SOURCE_DIR/packaging/mrelease-follow.service"
+	jq -se --arg cg "$cg" 'map(select(.type == "error")) | map(.message) == ["cgroup \($cg) was removed: nothing is left to follow there; ending (exit 1)"]' \
+		<<<"$output" >/dev/null || fail "$output"
 }

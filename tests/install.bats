@@ -55,8 +55,11 @@ make_deb() {
 	local comp
 	comp=$(find "$dest/opt/mr" -path '*bash-completion/completions/mrelease')
 	[ -n "$comp" ] || fail "no completion installed under $dest/opt/mr"
-	cmp "$MR_SOURCE_DIR/packaging/mrelease-follow.service" \
-		"$dest/opt/mr/lib/systemd/system/mrelease-follow.service"
+	# The unit is made for the prefix of the install: its ExecStart names
+	# the binary installed beside it (the DESTDIR is no part of it).
+	run -0 grep '^ExecStart=' "$dest/opt/mr/lib/systemd/system/mrelease-follow.service"
+	assert_output 'ExecStart=/opt/mr/bin/mrelease --follow --json --nice -10'
+	run -1 grep -E '@[A-Z_]+@' "$dest/opt/mr/lib/systemd/system/mrelease-follow.service"
 	run -0 "$dest/opt/mr/bin/mrelease" --version
 	assert_output --regexp '^mrelease [0-9]+\.[0-9]+\.[0-9]+$'
 }
@@ -126,6 +129,8 @@ make_deb() {
 	assert_output --partial ' ./usr/share/doc/mrelease/changelog.gz'
 	assert_output --partial ' ./usr/share/bash-completion/completions/mrelease'
 	assert_output --partial ' ./usr/lib/systemd/system/mrelease-follow.service'
+	run -0 grep '^ExecStart=' "$ROOT/usr/lib/systemd/system/mrelease-follow.service"
+	assert_output 'ExecStart=/usr/bin/mrelease --follow --json --nice -10'
 
 	run -0 readelf -S --wide "$ROOT/usr/bin/mrelease"
 	refute_output --partial .symtab

@@ -1,6 +1,8 @@
 /* nosys.c: run a command with process_mrelease answering ENOSYS, as on a
- * kernel before 5.15 or under a seccomp filter that does not know it.
- * usage: mr-nosys COMMAND [ARG...] */
+ * kernel before 5.15 or under a seccomp filter that does not know it; with
+ * -p, EPERM, as a seccomp filter that refuses it says (systemd-nspawn's
+ * default filter, a unit's SystemCallFilter with SystemCallErrorNumber=EPERM).
+ * usage: mr-nosys [-p] COMMAND [ARG...] */
 #define _GNU_SOURCE
 #include <err.h>
 #include <errno.h>
@@ -8,6 +10,7 @@
 #include <linux/filter.h>
 #include <linux/seccomp.h>
 #include <stddef.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -18,19 +21,22 @@
 
 int main(int argc, char **argv)
 {
+	int eperm = argc > 1 && strcmp(argv[1], "-p") == 0;
 	struct sock_filter filter[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, arch)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 1, 0),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
 		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_mrelease, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | (eperm ? EPERM : ENOSYS)),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = { sizeof(filter) / sizeof(filter[0]), filter };
 
+	argv += eperm;
+	argc -= eperm;
 	if (argc < 2)
-		errx(2, "usage: mr-nosys COMMAND [ARG...]");
+		errx(2, "usage: mr-nosys [-p] COMMAND [ARG...]");
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
 		err(1, "PR_SET_NO_NEW_PRIVS");
 	if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))

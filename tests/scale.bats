@@ -63,7 +63,7 @@ max_rss_kb() {
 	[ $((big - small)) -lt 4096 ] || fail "peak RSS grew from $small to $big KiB"
 }
 
-@test "2000 sleepers under a limit of 64 open files: every one killed, in waves" {
+@test "2000 sleepers under a limit of 64 open files: every one killed, in batches" {
 	start_sleepers 2000
 	printf '%s\n' "${SLEEPERS[@]}" >"$BATS_TEST_TMPDIR/pids"
 	run -0 --separate-stderr std_fds_only without_cap sys_resource prlimit --nofile=64:64 \

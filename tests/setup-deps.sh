@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(cmake gcc make pkg-config libproc2-dev bats bats-support bats-assert jq
 	bash-completion mandoc man-db util-linux procps strace dpkg-dev valgrind
 	clang libclang-rt-14-dev clang-tidy cppcheck gdb time tmux lintian file libjansson-dev
-	python3-yaml)
+	python3-yaml systemd-container python3)
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||

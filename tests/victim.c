@@ -2,6 +2,8 @@
  * memory, says it is ready, and waits to be killed. */
 #define _GNU_SOURCE
 #include <err.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -12,11 +14,13 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char usage[] =
 	"usage: mr-victim [-m MIB] [-c N | -C N] [-k] [-i] [-T | -e] [-D] [-u] [-t | -d | -x | -s | -z]\n"
-	"                 [-r FILE]\n"
+	"                 [-R LOCKFILE] [-r FILE]\n"
+	"       mr-victim -W LOCKFILE\n"
 	"  -m MIB   allocate and touch MIB of private anonymous memory\n"
 	"  -c N     fork N children that each touch MIB too\n"
 	"  -C N     fork N children that only share our MIB, copy-on-write\n"
@@ -36,6 +40,10 @@ static const char usage[] =
 	"  -s       start a process that shares our address space (CLONE_VM)\n"
 	"           and report its pid as well\n"
 	"  -z       leave a zombie child and report its pid as well\n"
+	"  -R LOCK  hold a robust mutex shared between processes, in LOCK (a file\n"
+	"           it makes, mapped shared)\n"
+	"  -W LOCK  wait up to 5 s for the mutex in LOCK, then print \"owner died\"\n"
+	"           (its holder died, and the kernel said so) or \"timed out\"\n"
 	"  -r FILE  write \"PID [OTHER]\" to FILE once ready\n";
 
 static volatile sig_atomic_t fork_wanted;
@@ -73,6 +81,44 @@ static void *touch(size_t mib)
 	for (size_t off = 0; off < len; off += 4096)
 		p[off] = 1;
 	return p;
+}
+
+/* The robust, process-shared mutex in file lock, mapped shared. */
+static pthread_mutex_t *robust_mutex(const char *lock, bool create)
+{
+	int fd = open(lock, O_RDWR | (create ? O_CREAT | O_TRUNC : 0), 0600);
+	pthread_mutex_t *m;
+
+	if (fd < 0 || (create && ftruncate(fd, sizeof(*m))))
+		err(1, "%s", lock);
+	m = mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		err(1, "mmap %s", lock);
+	close(fd);
+	if (create) {
+		pthread_mutexattr_t a;
+
+		pthread_mutexattr_init(&a);
+		pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+		pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+		if (pthread_mutex_init(m, &a))
+			errx(1, "pthread_mutex_init");
+	}
+	return m;
+}
+
+/* -W: wait for the mutex its holder keeps; say how that ended. */
+static int wait_robust(const char *lock)
+{
+	pthread_mutex_t *m = robust_mutex(lock, false);
+	struct timespec until;
+	int r;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 5;
+	r = pthread_mutex_timedlock(m, &until);
+	puts(r == EOWNERDEAD ? "owner died" : r == ETIMEDOUT ? "timed out" : strerror(r));
+	return r == EOWNERDEAD ? 0 : 1;
 }
 
 static void *sleeper(void *arg)
@@ -131,10 +177,10 @@ int main(int argc, char **argv)
 	int children = 0, sharers = 0, keep_forking = 0, idle = 0, thread = 0, shared = 0, zombie = 0;
 	int ignore_term = 0, graceful = 0, undumpable = 0, fork_on_usr1 = 0;
 	int leader_exits = 0, dumper = 0, c;
-	const char *ready = NULL;
+	const char *ready = NULL, *lock = NULL;
 	pid_t tid = 0;
 
-	while ((c = getopt(argc, argv, "m:c:C:kiTeDutdxszr:")) != -1) {
+	while ((c = getopt(argc, argv, "m:c:C:kiTeDutdxszR:W:r:")) != -1) {
 		switch (c) {
 		case 'm': mib = strtoul(optarg, NULL, 10); break;
 		case 'c': children = atoi(optarg); break;
@@ -150,6 +196,8 @@ int main(int argc, char **argv)
 		case 'x': thread = leader_exits = 1; break;
 		case 's': shared = 1; break;
 		case 'z': zombie = 1; break;
+		case 'R': lock = optarg; break;
+		case 'W': return wait_robust(optarg);
 		case 'r': ready = optarg; break;
 		default: fputs(usage, stderr); return 2;
 		}
@@ -235,6 +283,8 @@ int main(int argc, char **argv)
 		for (int i = 0; i < 10000 && !is_zombie(tid); i++)
 			usleep(1000);
 	}
+	if (lock && pthread_mutex_lock(robust_mutex(lock, true)))
+		errx(1, "pthread_mutex_lock");
 	if (ready)
 		write_ready(ready, tid);
 	if (leader_exits)

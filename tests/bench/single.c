@@ -60,15 +60,13 @@ struct method {
  * uninterruptible sleep; say so once if this kernel does otherwise. */
 static void check_frozen(struct single *su, const struct kid *v)
 {
-	char comm[MR_COMM_LEN], state = '?';
-	unsigned long flags;
-	pid_t ppid;
+	struct mr_stat st = { .state = '?' };
 
 	if (su->checked_state)
 		return;
 	su->checked_state = true;
-	if (mr_proc_stat("/proc", v->pid, comm, &state, &ppid, &flags) || state != 'D')
-		warnx("victim %d: state %c when frozen, not D", v->pid, state);
+	if (mr_proc_stat("/proc", v->pid, &st) || st.state != 'D')
+		warnx("victim %d: state %c when frozen, not D", v->pid, st.state);
 }
 
 /* watched: a cgroup it joins as well (follow), or NULL. */

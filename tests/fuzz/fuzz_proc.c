@@ -11,10 +11,9 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 {
-	char *s = malloc(size + 1), comm[MR_COMM_LEN], state;
-	unsigned long flags;
+	char *s = malloc(size + 1);
+	struct mr_stat st;
 	struct mr_mem mem;
-	pid_t ppid;
 
 	if (!s)
 		return 0;
@@ -30,7 +29,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	mr_parse_mem(s, MR_MEASURE_RSS, &mem);
 	if ((mem.rss_kb < 0 && mem.rss_kb != MR_UNKNOWN) || mem.pss_kb != MR_UNKNOWN)
 		abort();
-	if (mr_parse_stat(s, comm, &state, &ppid, &flags) == 0 && strlen(comm) >= MR_COMM_LEN)
+	if (mr_parse_stat(s, &st) == 0 && strlen(st.comm) >= MR_COMM_LEN)
 		abort();
 	free(s);
 	return 0;
