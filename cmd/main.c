@@ -55,15 +55,14 @@ static const struct argp_option argp_options[] = {
 	  "host (by whoever) as it dies, and every dying process at each rise of memory pressure "
 	  "(or --interval), as --dying does; never send a signal; end on SIGINT, SIGTERM or "
 	  "SIGHUP with the totals", 5 },
-	{ "settle", OPT_SETTLE, "SECONDS", 0, "With --follow, a dying process whose exit may still "
-	  "need its memory (to mark the robust locks it holds) is released only once dying SECONDS "
-	  "(0 to 86400; default 2, as the kernel's OOM reaper waits; 0: every one at once); "
-	  "the others at once", 5 },
+	{ "settle", OPT_SETTLE, "SECONDS", 0, "With --follow, release a process whose exit may still "
+	  "need its memory (to mark robust locks it holds) only once it has been dying SECONDS "
+	  "(0 to 86400; default 2, as the kernel's OOM reaper; 0: every one at once)", 5 },
 	{ "pressure", OPT_PRESSURE, "SPEC", 0, "With --follow, the trigger: 'some|full STALL_US "
 	  "WINDOW_US' (default 'some 200000 2000000': tasks stalled on memory 200 ms within 2 s)",
 	  5 },
 	{ "interval", OPT_INTERVAL, "SECONDS", 0, "With --follow, also sweep every SECONDS (0.001 "
-	  "to 86400), whatever the pressure", 5 },
+	  "to 86400), on a timer", 5 },
 	{ "no-signals", OPT_NO_SIGNALS, NULL, 0, "With --follow, do not watch for SIGKILLs", 5 },
 	{ "no-pressure", OPT_NO_PRESSURE, NULL, 0, "With --follow, do not wake on memory pressure",
 	  5 },
@@ -93,7 +92,8 @@ static const char doc[] =
 	"  3   fatal error (after any signal was sent, the report comes first)\n"
 	"  64  some targets released or gone, some not (or a cgroup not emptied)\n"
 	"With --wait, a target released but still running counts as not done.\n"
-	"With --follow: 0 when SIGINT, SIGTERM or SIGHUP ended it, 2 usage, 3 fatal.\n"
+	"With --follow: 0 when SIGINT, SIGTERM or SIGHUP ended it, 1 when a cgroup\n"
+	"it follows was removed, 2 usage, 3 fatal.\n"
 	"Interrupted by SIGINT, SIGTERM or SIGHUP, mrelease sends nothing more,\n"
 	"reports, then dies of that signal.\n\n"
 	"Examples:\n"

@@ -45,6 +45,7 @@ static int off_user(const char *proc, pid_t pid, pid_t tid, bool *exiting)
 	ssize_t n;
 	int r;
 
+	*exiting = false;
 	if ((r = mr_proc_thread_stat(proc, pid, tid, &st)))
 		return r;
 	*exiting = (st.flags & MR_PF_EXITING) || st.state == 'Z' || st.state == 'X';

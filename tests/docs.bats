@@ -288,11 +288,28 @@ tmux_clear() {
 	assert_line --regexp '^--cgroup=?$'
 }
 
-@test "completion: --me gives --measure" {
+@test "completion: --mea gives --measure, --me both --measure and --metrics" {
 	need_bash_completion
-	run complete_line "mrelease --me"
+	run complete_line "mrelease --mea"
 	assert_success
 	assert_output --regexp '^--measure=?$'
+	run complete_line "mrelease --me"
+	assert_success
+	assert_output "--measure=
+--metrics="
+}
+
+@test "completion: --follow's options, and --settle's values" {
+	need_bash_completion
+	run complete_line "mrelease --follow --no-"
+	assert_success
+	assert_equal "$(sort <<<"$output")" "--no-pressure
+--no-recursive
+--no-signals"
+	run complete_line "mrelease --follow --settle "
+	assert_success
+	assert_line 2
+	assert_line 0
 }
 
 @test "completion: --grace, --wait, -g, -w and -h are offered, --force is not" {

@@ -130,13 +130,43 @@ run_example() {
 		((DYING_KB < 1024)) || fail "the dying victim still holds $DYING_KB KiB"
 		run -0 cat "$BATS_TEST_TMPDIR/out"
 		# Sizes as the victim's build makes them (larger under ASan).
-		assert_line --index 1 --regexp '^[0-9TZ:-]+ +[0-9]+ mr-victim +[1-9][0-9.]*M +[1-9][0-9.]*M +[0-9.]+[mu]?s released$'
-		assert_line --regexp ' sweeps? \([0-9]+ on pressure, [0-9]+ on the timer\): 1 released, 0 failed, ' ;;
+		assert_line --index 0 --regexp '^[0-9TZ:-]+ +following: waking on pressure and the timer; not on signals: '
+		assert_line --index 2 --regexp '^[0-9TZ:-]+ +[0-9]+ mr-victim +[1-9][0-9.]*M +[1-9][0-9.]*M +[0-9.]+[mu]?s released$'
+		assert_line --regexp ' sweeps? \(0 on signals, [0-9]+ on pressure, [0-9]+ on the timer\): 1 released, 0 failed, ' ;;
+	'mrelease --follow --cgroup batch')
+		# In the host's pid namespace, on a cgroup of the test's own in
+		# place of batch: a frozen victim killed by the test.
+		need_tracefs
+		cgroup_with_victim "$V2" -m 16
+		freeze_victim "$VPID"
+		bg "$MRELEASE" --follow --cgroup "$CG"
+		wait_until 200 grep -q '^WHEN' "$BATS_TEST_TMPDIR/bg.out"
+		kill -9 "$VPID"
+		wait_until 100 grep -q ' released$' "$BATS_TEST_TMPDIR/bg.out"
+		kill -TERM "$BG_PID"
+		bg_done 0
+		run -0 cat "$BATS_TEST_TMPDIR/bg.out"
+		assert_line --index 0 --regexp '^[0-9TZ:-]+ +following: waking on signals and pressure; not on the timer: no --interval$'
+		assert_line --index 2 --regexp "^[0-9TZ:-]+ +$VPID mr-victim +[1-9][0-9.]*M +[1-9][0-9.]*M +[0-9.]+[mu]?s released\$"
+		assert_line --regexp ' 2 sweeps \(1 on signals, 0 on pressure, 0 on the timer\): 1 released, 0 failed, '
+		assert_rss_under "$VPID" 1024 ;;
 	'# mrelease-follow.service: '*)
 		# The unit the man page shows is the one the package installs.
-		assert_equal "$ex" "$(cat "$MR_SOURCE_DIR/packaging/mrelease-follow.service")" ;;
-	"journalctl -u mrelease-follow -o cat | jq -c 'select(.type == \"release\")'")
-		skip "needs systemd as the init system, and the unit running" ;;
+		assert_equal "$ex" "$(sed 's|@MR_BINDIR@|/usr/bin|' "$MR_SOURCE_DIR/packaging/mrelease-follow.service.in")" ;;
+	"journalctl -u mrelease-follow -o cat _TRANSPORT=stdout | jq -c 'select(.type == \"release\")'")
+		skip "needs the unit running under systemd: unit.bats runs it in a container" ;;
+	'[Service]'$'\n''ExecStart='$'\n''ExecStart=/usr/bin/mrelease '*)
+		# The drop-in's command runs as it says, and keeps the file.
+		local cmd prom=$BATS_TEST_TMPDIR/mrelease.prom
+		cmd=$(sed -n 's|^ExecStart=/usr/bin/mrelease ||p' <<<"$ex")
+		cmd=${cmd//\/var\/lib\/node_exporter\/textfile_collector\/mrelease.prom/$prom}
+		grep -qx 'ReadWritePaths=/var/lib/node_exporter/textfile_collector' <<<"$ex"
+		run -0 --separate-stderr in_pidns '
+			"$1" '"$cmd"' >/dev/null & F=$!
+			wait_until 100 test -s "$3/mrelease.prom" || exit 96
+			kill -TERM $F
+			wait $F'
+		grep -q '^mrelease_released_total 0$' "$prom" ;;
 	'apiVersion: apps/v1'*)
 		# Not a cluster here: the manifest parses, and runs what it says.
 		python3 -c 'import yaml' 2>/dev/null || skip "needs python3-yaml"
@@ -146,10 +176,15 @@ d = yaml.safe_load(sys.stdin)
 spec = d["spec"]["template"]["spec"]
 c = spec["containers"][0]
 assert d["kind"] == "DaemonSet" and spec["hostPID"] is True
+assert spec["tolerations"] == [{"operator": "Exists"}]
+m = c["volumeMounts"][0]
+v = spec["volumes"][0]
+assert m["mountPath"] == "/sys/kernel/tracing" and m["readOnly"] is True
+assert v["name"] == m["name"] and v["hostPath"]["path"] == "/sys/kernel/tracing"
 print(" ".join(c["args"]))
 print(" ".join(c["securityContext"]["capabilities"]["add"]))' <<<"$ex"
 		assert_line --index 0 -- "--follow --json --nice -10"
-		assert_line --index 1 "IPC_LOCK SYS_RESOURCE SYS_NICE SYS_PTRACE" ;;
+		assert_line --index 1 "IPC_LOCK SYS_RESOURCE SYS_NICE SYS_PTRACE PERFMON" ;;
 	'systemd-run --scope --quiet mrelease --kill --unit batch.service')
 		[ -d /run/systemd/system ] || skip "needs systemd as the init system"
 		unit_with_victim "mrelease-test-$$-batch.service"

@@ -332,10 +332,12 @@ usage_error() {
 1 /dev/null
 2 /dev/null"
 	grep -q 'pressure' "$BATS_TEST_TMPDIR/all" || fail "no pressure trigger open: $(cat "$BATS_TEST_TMPDIR/all")"
-	# A one-shot run with stdout closed: the report goes nowhere, and
-	# nothing is written into what the run opened.
+	# A one-shot run with stdout closed: the kill and the release happen,
+	# nothing is written into what the run opened, and the report that
+	# went nowhere makes the exit status 3.
 	start_victim -m 1
-	run -0 --separate-stderr bash -c '"$@" >&-' bash "$MRELEASE" --kill --json "$VPID"
+	run -3 --separate-stderr bash -c '"$@" >&-' bash "$MRELEASE" --kill --json "$VPID"
+	assert_equal "$stderr" "mrelease: standard output was closed: the report went nowhere"
 	wait_gone "$VPID"
 }
 

@@ -298,6 +298,20 @@ setup() {
 	assert_line --regexp '^Freed: [0-9.]+M as a sum of RSS \(a page shared between targets counted once for each\)$'
 }
 
+@test "a cgroup's memory counter never hides what the rows released: members that brought their charges elsewhere" {
+	v1_cgroup memory
+	local cg=$CG
+	# Touched before they join: their pages stay charged where they were.
+	start_victims 2 -m 16
+	join "$cg" "${PIDS[@]}"
+	freeze_victim "${PIDS[@]}"
+	run -0 --separate-stderr "$MRELEASE" --kill --cgroup "$cg"
+	assert_line --regexp '^Freed: 3[0-9.]+M as a sum of RSS '
+	assert_line --regexp "^The cgroups' memory counters fell by only [0-9.]+[KM]?: a page stays charged to the cgroup it was first touched in"
+	assert_rss_under "${PIDS[0]}" 1024
+	assert_rss_under "${PIDS[1]}" 1024
+}
+
 @test "a cgroup's total comes from its own memory counter" {
 	v1_cgroup memory
 	local mem=$CG

@@ -255,11 +255,13 @@ ct_host_pid() {
 	fi
 }
 
-@test "under systemd: the service releases a process killed in the container (woken by --interval 0.2, from a drop-in)" {
+@test "under systemd: the service releases a process killed in the container (woken by --interval 0.2, from a drop-in); the man page's journal recipe reads every line, a warning among them" {
 	ct_boot
 	ct_install
-	# Without pressure nothing but a timer wakes it: the drop-in adds one.
-	printf '[Service]\nExecStart=\n%s --interval 0.2\n' "$(grep '^ExecStart=' "$UNIT")" |
+	# Without pressure nothing but a timer wakes it: the drop-in adds one,
+	# and a --metrics file it cannot write, for a warning in the stream.
+	printf '[Service]\nExecStart=\n%s --interval 0.2 --metrics /nonexistent/mrelease.prom\n' \
+		"$(grep '^ExecStart=' "$UNIT")" |
 		ct install -D -m 644 /dev/stdin /etc/systemd/system/mrelease-follow.service.d/interval.conf
 	run -0 ct systemctl daemon-reload
 	run -0 ct systemctl start mrelease-follow
@@ -282,6 +284,16 @@ ct_host_pid() {
 	wait_until 20 rss_under "$VPID" 1024 || assert_rss_under "$VPID" 1024
 	run -0 ct systemctl is-active mrelease-follow
 	assert_output active
+	# The recipe of the man page, as it is written there: jq reads the
+	# whole stream, the warning a record of it, and finds the release.
+	local recipe
+	recipe=$(grep -A1 -F 'journalctl \-u mrelease\-follow \-o cat _TRANSPORT=stdout' \
+		"$MR_SOURCE_DIR/man/mrelease.1" | head -n 1 | sed -e 's/\\-/-/g' -e 's/\\(aq/'"'"'/g')
+	[ -n "$recipe" ] || fail "no journal recipe in the man page"
+	run -0 ct sh -c "$recipe"
+	json_ok ".pid == $cpid and .status == \"released\""
+	run -0 ct sh -c "journalctl -u mrelease-follow -o cat _TRANSPORT=stdout | jq -c 'select(.type == \"warning\") | .message'"
+	assert_output --partial '"--metrics /nonexistent/mrelease.prom: No such file or directory"'
 }
 
 @test "under the unit's sandbox, perf_event_open opens signal:signal_generate on every CPU (refused EACCES where perf_event_paranoid > 2)" {
@@ -290,8 +302,6 @@ ct_host_pid() {
 	paranoid=$(cat /proc/sys/kernel/perf_event_paranoid) || skip "no perf events in this kernel"
 	ct_boot
 	ct_install
-	# nspawn's /sys has no tracefs: mounted in the container's namespace.
-	ct mount -t tracefs tracefs /sys/kernel/tracing || skip "no tracefs to mount"
 	ct install -m 644 /dev/stdin /opt/perf-probe.py <"$MR_SOURCE_DIR/tests/perf-probe.py"
 	# The installed unit, its ExecStart the probe's, run once.
 	sed -e 's|^ExecStart=.*|ExecStart=/usr/bin/python3 /opt/perf-probe.py|' \

@@ -14,9 +14,11 @@
  *               pkill -m
  *   methods.c   the timed ways of ending victims: SIGKILL, cgroup.kill,
  *               the floor, mrelease, pkill -m, and munmap
- *   single.c    scenarios of one victim: idle, starved, stuck, grace,
- *               follow, sweep
- *   many.c      scenarios of many: cgroup, many, tiny, waves
+ *   single.c    scenarios of one victim: idle, starved, stuck, grace, sweep
+ *   follow.c    scenarios of mrelease --follow as a service: follow (a stuck
+ *               victim SIGKILLed by mr-bench), oom (a stuck victim the
+ *               kernel's OOM killer kills); the tracefs mount it needs
+ *   many.c      scenarios of many: cgroup, many, tiny, batches
  *   killus.c    scenario killus: mrelease's kill_us at 64 MiB and 4 GiB
  *   startup.c   scenarios of mrelease's own cost: startup, protect, overhead
  *   stats.c     rows of samples, medians, ratios, the line fit, the targets
@@ -47,8 +49,8 @@ enum { EXIT_DONE = 0, EXIT_USAGE = 2, EXIT_FATAL = 3, EXIT_INTERRUPTED = 130 };
 
 /* In the order they run and print. */
 enum scenario_id {
-	SC_IDLE, SC_STARVED, SC_STUCK, SC_GRACE, SC_FOLLOW, SC_CGROUP, SC_MANY, SC_TINY,
-	SC_WAVES, SC_SWEEP, SC_KILLUS, SC_STARTUP, SC_PROTECT, SC_OVERHEAD, NSCENARIOS
+	SC_IDLE, SC_STARVED, SC_STUCK, SC_GRACE, SC_FOLLOW, SC_OOM, SC_CGROUP, SC_MANY,
+	SC_TINY, SC_BATCHES, SC_SWEEP, SC_KILLUS, SC_STARTUP, SC_PROTECT, SC_OVERHEAD, NSCENARIOS
 };
 
 /* mr-floor's exit statuses (floor.c): it prints nothing. */
@@ -77,7 +79,7 @@ struct bench_opts {
 struct self_report {
 	int64_t kill_us, elapsed_us, release_us; /* release_us: the slowest target */
 	int64_t exited; /* targets it found exiting by themselves: nothing to release */
-	int64_t waves;  /* how many waves the run went in (issue 21) */
+	int64_t batches; /* the most batches one phase went through (issue 26) */
 };
 
 /* One method in one scenario: what was run and what it took. */
@@ -99,7 +101,7 @@ struct scenario {
 	const char *name;
 	bool ran, available;
 	char why[240];
-	char setup[2 * PATH_MAX + 400];
+	char setup[3 * PATH_MAX + 400];
 	struct series rows[MAX_ROWS];
 	int nrows;
 };
@@ -129,17 +131,20 @@ struct bench {
 struct kid {
 	pid_t pid;
 	int pidfd;
-	bool hog;
+	/* Reaped first by the clean-up: a busy loop, so that a starved victim
+	 * can die, or a holder, so that the victim it stalls can. */
+	bool first;
 	/* The signal that ends it: SIGKILL, or SIGTERM for a service, which
 	 * is stopped as a service is (and killed if it lingers). */
 	int stop_signal;
 	/* A template: the pipes it takes requests on and answers on, and
-	 * whether a copy was asked for and not yet read; -1, -1, false else. */
+	 * whether a copy was asked for and not yet read; -1, -1, false else.
+	 * An OOM victim: ask is the pipe that tells it to go over its limit. */
 	int ask, answer;
 	bool pending;
 };
 
-enum kid_kind { KID_VICTIM, KID_HOG, KID_MUNMAP, KID_TEMPLATE };
+enum kid_kind { KID_VICTIM, KID_HOG, KID_MUNMAP, KID_TEMPLATE, KID_HOLDER, KID_OOM };
 
 /* The comm of every victim: what pkill -x matches, beside -P mr-bench. */
 #define VICTIM_COMM "mrb-victim"
@@ -153,6 +158,11 @@ struct spawn_spec {
 	bool ignore_term;      /* SIGTERM ignored: for --grace */
 	int njoin;             /* join these cgroups first (a template: its copies do) */
 	const char *join[3];
+	/* oom: the write end of the pipe whose lock a holder keeps (KID_HOLDER)
+	 * and a thread of the victim then waits for (KID_OOM); and the bytes
+	 * the victim touches beyond its own when told to go. */
+	int stall_fd;
+	size_t over;
 };
 
 void kids_init(void);
@@ -161,7 +171,7 @@ bool poll_until(int fd, short events, int64_t deadline, bool interruptible);
 void sleep_us(int64_t us);
 int64_t setup_budget(size_t bytes);
 void spec_join(struct spawn_spec *s, const char *cgroup);
-struct kid *kid_track(pid_t pid, bool hog);
+struct kid *kid_track(pid_t pid, bool first);
 void kid_untrack(struct kid *k);
 int kid_reap(struct kid *k);
 void start_victims(const struct spawn_spec *s, int n, struct kid **out);
@@ -169,6 +179,8 @@ struct kid *start_victim(const struct spawn_spec *s);
 struct kid *start_hog(int cpu);
 struct kid *start_template(const struct spawn_spec *s);
 struct kid *template_copy(struct kid *t);
+struct kid *start_oom_victim(const struct spawn_spec *s);
+void oom_go(struct kid *k);
 int munmap_run(const struct spawn_spec *s, int64_t extra_us, int64_t *us);
 void cleanup(void);
 
@@ -199,6 +211,9 @@ bool cg_available(const struct bench *b, struct scenario *sc, bool freezer, bool
 void meter_open(const struct bench *b, struct meter *m);
 void meter_close(struct meter *m);
 int64_t wait_memory_back(const struct meter *m, size_t bytes, int64_t deadline);
+void meter_limit(const struct meter *m, size_t bytes);
+int64_t meter_oom_kills(const struct meter *m);
+int64_t wait_oom_kill(const struct meter *m, int64_t before, int64_t deadline);
 
 /* ---- tools.c ---- */
 
@@ -237,17 +252,30 @@ struct follow_release {
 	bool released;         /* status "released" */
 	int64_t release_us;    /* -1 for null */
 	char error[80];        /* its status, and its error if it has one */
+	char trigger[16];      /* what woke the sweep that wrote it, from the "sweep"
+				  line that follows it; "" if none does */
 };
 
 #define MAX_FOLLOW_RELEASES (2 * MAX_RUNS)
 
+/* The triggers of a sweep, as mrelease --follow --json names them. */
+enum follow_trigger { FT_START, FT_SIGNALS, FT_SETTLE, FT_LOST, FT_PRESSURE, FT_TIMER, FT_COUNT };
+extern const char *const follow_triggers[FT_COUNT];
+
 /* What mrelease --follow --json said over its life, from its NDJSON. */
 struct follow_report {
+	bool start;            /* the "start" line, its first */
+	bool sources[3];       /* its "sources": signals, pressure, timer */
+	char declined_signals[160]; /* why not on signals, from "declined" */
 	bool summary;          /* the "summary" line, written when a signal ends it */
+	int64_t sweeps, on[FT_COUNT]; /* the summary's counts; -1 where absent */
+	int64_t signal_events, signal_events_lost, records_dropped;
 	int nlines;            /* "release" lines, all of them */
 	int n;                 /* those kept in rel[] */
 	struct follow_release rel[MAX_FOLLOW_RELEASES];
 };
+
+enum follow_source { FS_SIGNALS, FS_PRESSURE, FS_TIMER };
 
 void run_cmd(const char *const *argv, const struct cmd_env *env, bool capture,
 	     int64_t timeout_us, struct tool_result *r);
@@ -255,6 +283,7 @@ void run_mrelease(const struct bench *b, const char *const *args, const struct c
 		  bool capture, int64_t timeout_us, struct tool_result *r);
 void service_start(const char *const *argv, struct service *sv);
 bool service_ready(const struct service *sv, int64_t deadline);
+char *service_output(const struct service *sv);
 void service_stop(struct service *sv, int64_t timeout_us, struct tool_result *r);
 int parse_report(const char *text, struct mr_report *rep, char *why, size_t len);
 int parse_follow(const char *text, struct follow_report *rep, char *why, size_t len);
@@ -292,7 +321,8 @@ int pid_list(const struct victims *vs);
 
 typedef void scenario_fn(struct bench *b, struct scenario *sc);
 scenario_fn scenario_idle, scenario_starved, scenario_stuck, scenario_grace, scenario_follow;
-scenario_fn scenario_sweep, scenario_cgroup, scenario_many, scenario_tiny, scenario_waves;
+scenario_fn scenario_oom, scenario_sweep, scenario_cgroup, scenario_many, scenario_tiny;
+scenario_fn scenario_batches;
 scenario_fn scenario_killus;
 scenario_fn scenario_startup, scenario_protect, scenario_overhead;
 
@@ -303,11 +333,15 @@ const long *sweep_sizes(const struct bench *b);
 long killus_large_mib(const struct bench *b);
 #define KILLUS_SMALL_MIB 64L
 
-/* waves: its victims, for this run, and the limit on open files of its
- * limited row; follow: the sweep interval of mrelease --follow. */
-long waves_victims(const struct bench *b);
-#define WAVES_NOFILE 64L
+/* batches: its victims, for this run, and the limit on open files of its
+ * limited row; follow: the sweep interval of its timer row. */
+long batches_victims(const struct bench *b);
+#define BATCHES_NOFILE 64L
 #define FOLLOW_INTERVAL_MS 50
+
+/* follow, oom: tracefs, for mrelease --follow's signals (follow.c). */
+const char *tracefs_need(void);
+void tracefs_done(void);
 
 /* ---- stats.c ---- */
 
@@ -339,7 +373,7 @@ struct target {
 	enum verdict verdict;
 };
 
-#define MAX_TARGETS 10
+#define MAX_TARGETS 12
 
 /* The middle half of mrelease's kill_us over a row's runs. */
 struct spread {

@@ -178,3 +178,50 @@ int64_t wait_memory_back(const struct meter *m, size_t bytes, int64_t deadline)
 		sleep_us(200);
 	}
 }
+
+/* ---- oom: a limit, and the memory cgroup's own OOM kills ---- */
+
+/* A limit of bytes on the meter's cgroup, so that a victim that goes over
+ * it meets the cgroup's OOM killer; swappiness 0, so that a host with swap
+ * does not page the victim out rather than kill it. */
+void meter_limit(const struct meter *m, size_t bytes)
+{
+	char v[32];
+	int e;
+
+	snprintf(v, sizeof(v), "%zu", bytes);
+	if ((e = mr_write_file(m->cg->path, "memory.limit_in_bytes", v, NULL)))
+		errx(EXIT_FATAL, "%s/memory.limit_in_bytes: %s", m->cg->path, strerror(-e));
+	mr_write_file(m->cg->path, "memory.swappiness", "0", NULL);
+}
+
+/* memory.oom_control's oom_kill: how many processes the cgroup's OOM
+ * killer has killed (Linux 4.13). */
+int64_t meter_oom_kills(const struct meter *m)
+{
+	char buf[512];
+	const char *p;
+	ssize_t n = mr_read_fileat(m->cg->dirfd, "memory.oom_control", buf, sizeof(buf));
+
+	if (n < 0) {
+		errno = (int)-n;
+		err(EXIT_FATAL, "%s/memory.oom_control", m->cg->path);
+	}
+	if (!(p = strstr(buf, "\noom_kill ")))
+		errx(EXIT_FATAL, "%s/memory.oom_control: no oom_kill line (Linux 4.13)",
+		     m->cg->path);
+	return strtoll(p + strlen("\noom_kill "), NULL, 10);
+}
+
+/* The time the cgroup's OOM killer was seen to kill once more than
+ * before (polled as the meter is, every 0.2 ms), or TIMED_OUT. */
+int64_t wait_oom_kill(const struct meter *m, int64_t before, int64_t deadline)
+{
+	for (;;) {
+		if (meter_oom_kills(m) > before)
+			return mr_now_us();
+		if (mr_now_us() >= deadline)
+			return TIMED_OUT;
+		sleep_us(200);
+	}
+}

@@ -1,8 +1,9 @@
 /* kids.c: the children mr-bench starts -- victims, the busy loop, the
- * munmap child, the template that clones victims -- and the clean-up that
- * ends and reaps every one of them (a service, mrelease --follow, with
- * SIGTERM, the rest with SIGKILL) and removes every cgroup, on every
- * exit: a normal end, err(), ^C.  Children are only ever signalled through
+ * munmap child, the template that clones victims, the OOM victim and the
+ * holder that keeps it stuck -- and the clean-up that ends and reaps every
+ * one of them (a service, mrelease --follow, with SIGTERM, the rest with
+ * SIGKILL) and removes every cgroup, on every exit: a normal end, err(),
+ * ^C.  Children are only ever signalled through
  * pidfds opened while they are unreaped children of mr-bench (a template's
  * copies are too: see template_main), so a signal can never reach a
  * recycled pid. */
@@ -10,11 +11,14 @@
 #include <err.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/userfaultfd.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -27,7 +31,7 @@
 #include "mrelease.h"
 #include "sys.h"
 
-/* waves holds 2000 victims at once, with a few helpers beside them. */
+/* batches holds 2000 victims at once, with a few helpers beside them. */
 #define MAX_KIDS 2100
 
 /* Slots are stable, so pointers to them stay valid until reaped. */
@@ -97,14 +101,14 @@ void spec_join(struct spawn_spec *s, const char *cgroup)
 		s->join[s->njoin++] = cgroup;
 }
 
-struct kid *kid_track(pid_t pid, bool hog)
+struct kid *kid_track(pid_t pid, bool first)
 {
 	for (int i = 0; i < MAX_KIDS; i++) {
 		struct kid *k = &kids[i];
 
 		if (k->pid)
 			continue;
-		*k = (struct kid){ .pid = pid, .hog = hog, .stop_signal = SIGKILL, .ask = -1,
+		*k = (struct kid){ .pid = pid, .first = first, .stop_signal = SIGKILL, .ask = -1,
 				   .answer = -1 };
 		k->pidfd = mr_sys_pidfd_open(pid);
 		if (k->pidfd < 0)
@@ -170,19 +174,21 @@ int kid_reap(struct kid *k)
 }
 
 /* Runs on every exit of the driver, err() and ^C included: thaw the
- * freezers, stop the busy loops (so starved victims can die), end and
- * reap every child (SIGTERM for a service), remove every cgroup. */
+ * freezers, stop the busy loops and the holders (so starved and stalled
+ * victims can die), end and reap every child (SIGTERM for a service),
+ * remove every cgroup, unmount tracefs if mr-bench mounted it. */
 void cleanup(void)
 {
 	if (getpid() != driver_pid)
 		return;
 	cg_thaw_all();
 	for (int i = 0; i < MAX_KIDS; i++)
-		if (kids[i].pid && kids[i].hog)
+		if (kids[i].pid && kids[i].first)
 			kid_reap(&kids[i]);
 	for (int i = 0; i < MAX_KIDS; i++)
 		kid_reap(&kids[i]);
 	cg_remove_all();
+	tracefs_done();
 }
 
 /* Enough descriptors for a pidfd per child and the pipes beside them. */
@@ -357,12 +363,98 @@ static _Noreturn void template_main(const struct spawn_spec *s, int report_fd, i
 	_exit(0);
 }
 
+/* ---- the OOM victim and its holder (oom) ----
+ *
+ * The OOM killer thaws every thread of its victim (thaw_process(), Linux
+ * 6.18), so no freezer holds one.  What holds it is an uninterruptible
+ * sleep that no signal ends and no thaw touches: a thread of the victim
+ * waits in mutex_lock() for the lock of a pipe (pipe_write() takes it so),
+ * which a holder, another child, keeps: its own write to that pipe copies
+ * from a page that userfaultfd leaves missing, and no one ever answers the
+ * fault.  The victim's other thread goes over its memory cgroup's limit
+ * when told; the OOM killer kills it, and its exit stops at the waiting
+ * thread, which keeps the memory: only a reaper can take it.  Killing the
+ * holder ends its write and lets the lock go, and the victim dies. */
+
+static int holder_uffd;
+
+/* The holder's second thread: the fault is there, so the write holds the
+ * pipe's lock; say so, and never answer it. */
+static void *holder_watch(void *arg)
+{
+	struct uffd_msg msg;
+	int report_fd = (int)(intptr_t)arg;
+
+	if (read(holder_uffd, &msg, sizeof(msg)) != sizeof(msg) ||
+	    msg.event != UFFD_EVENT_PAGEFAULT)
+		kid_fail("userfaultfd read");
+	if (write(report_fd, "r", 1) != 1)
+		kid_fail("report");
+	for (;;)
+		pause();
+}
+
+static _Noreturn void holder_main(const struct spawn_spec *s, int report_fd)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct uffdio_api api = { .api = UFFD_API };
+	struct uffdio_register reg = { .mode = UFFDIO_REGISTER_MODE_MISSING };
+	char *p = mmap(NULL, page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	pthread_t t;
+
+	if (p == MAP_FAILED)
+		kid_fail("mmap");
+	/* Not UFFD_USER_MODE_ONLY: the fault to catch is the kernel's own
+	 * copy in pipe_write(); root may catch those. */
+	holder_uffd = (int)syscall(SYS_userfaultfd, O_CLOEXEC);
+	reg.range = (struct uffdio_range){ (unsigned long)p, page };
+	if (holder_uffd < 0 || ioctl(holder_uffd, UFFDIO_API, &api) ||
+	    ioctl(holder_uffd, UFFDIO_REGISTER, &reg))
+		kid_fail("userfaultfd");
+	if ((errno = pthread_create(&t, NULL, holder_watch, (void *)(intptr_t)report_fd)))
+		kid_fail("pthread_create");
+	if (write(s->stall_fd, p, page) < 0)
+		kid_fail("write to the pipe");
+	kid_fail("the fault was answered");
+}
+
+static int oom_stall_fd, oom_report_fd;
+
+/* The victim's second thread: ready, then into the pipe's lock for good. */
+static void *oom_stall(void *arg)
+{
+	(void)arg;
+	if (write(oom_report_fd, "r", 1) != 1)
+		kid_fail("report");
+	if (write(oom_stall_fd, "x", 1) < 0)
+		kid_fail("write to the pipe");
+	for (;;)
+		pause();
+}
+
+static _Noreturn void oom_main(const struct spawn_spec *s, int report_fd, int ask_fd)
+{
+	pthread_t t;
+	char c;
+
+	oom_stall_fd = s->stall_fd;
+	oom_report_fd = report_fd;
+	if ((errno = pthread_create(&t, NULL, oom_stall, NULL)))
+		kid_fail("pthread_create");
+	if (read(ask_fd, &c, 1) != 1)
+		kid_fail("read");
+	kid_touch(s->over);
+	errno = 0;
+	kid_fail("over the limit, and not killed");
+}
+
 static _Noreturn void kid_main(const struct spawn_spec *s, int report_fd, int ask_fd,
 			       pid_t parent)
 {
 	static const char *const comm[] = {
 		[KID_VICTIM] = VICTIM_COMM, [KID_HOG] = "mrb-busy", [KID_MUNMAP] = "mrb-munmap",
-		[KID_TEMPLATE] = "mrb-template",
+		[KID_TEMPLATE] = "mrb-template", [KID_HOLDER] = "mrb-holder",
+		[KID_OOM] = "mrb-oom-victim",
 	};
 	void *map[64];
 	size_t chunk = s->bytes / (size_t)s->chunks;
@@ -372,6 +464,8 @@ static _Noreturn void kid_main(const struct spawn_spec *s, int report_fd, int as
 		kid_join(s);
 	if (s->kind == KID_HOG)
 		hog_main(s, report_fd);
+	if (s->kind == KID_HOLDER)
+		holder_main(s, report_fd);
 	if (s->chunks < 1 || s->chunks > (int)ARRAY_LEN(map))
 		_exit(1);
 	for (int i = 0; i < s->chunks; i++)
@@ -380,6 +474,8 @@ static _Noreturn void kid_main(const struct spawn_spec *s, int report_fd, int as
 		munmap_main(s, map, chunk, report_fd);
 	if (s->kind == KID_TEMPLATE)
 		template_main(s, report_fd, ask_fd, parent);
+	if (s->kind == KID_OOM)
+		oom_main(s, report_fd, ask_fd);
 	victim_main(s, report_fd);
 }
 
@@ -398,7 +494,7 @@ static struct kid *kid_fork(const struct spawn_spec *s, int report_fd[2], int as
 			close(ask[1]);
 		kid_main(s, report_fd[1], ask ? ask[0] : -1, parent);
 	}
-	return kid_track(pid, s->kind == KID_HOG);
+	return kid_track(pid, s->kind == KID_HOG || s->kind == KID_HOLDER);
 }
 
 /* n children of one kind, reporting ready on one pipe, a byte each; they
@@ -550,4 +646,36 @@ struct kid *template_copy(struct kid *t)
 		errx(EXIT_FATAL, "template %d: no copy: %s", t->pid,
 		     strerror(pid ? -pid : EPROTO));
 	return kid_track(pid, false);
+}
+
+/* ---- the OOM victim (oom) ---- */
+
+/* A victim of s->bytes whose second thread waits for the lock of the pipe
+ * s->stall_fd (kept by a holder started first), in its cgroups, ready once
+ * that thread is about to wait; oom_go tells it to touch s->over more. */
+struct kid *start_oom_victim(const struct spawn_spec *s)
+{
+	int64_t deadline = mr_now_us() + setup_budget(s->bytes);
+	int report[2], ask[2], e;
+	struct kid *k;
+	char c;
+
+	if (pipe2(report, O_CLOEXEC) || pipe2(ask, O_CLOEXEC))
+		err(EXIT_FATAL, "pipe");
+	k = kid_fork(s, report, ask);
+	close(report[1]);
+	close(ask[0]);
+	k->ask = ask[1];
+	e = read_all(report[0], &c, 1, deadline, true);
+	close(report[0]);
+	if (e)
+		errx(EXIT_FATAL, "OOM victim %d: not ready: %s", k->pid,
+		     e == -EPIPE ? "it died" : strerror(-e));
+	return k;
+}
+
+void oom_go(struct kid *k)
+{
+	if (write(k->ask, "g", 1) != 1)
+		err(EXIT_FATAL, "OOM victim %d", k->pid);
 }

@@ -26,10 +26,11 @@ static const struct {
 	[SC_STUCK] = { "stuck", scenario_stuck },
 	[SC_GRACE] = { "grace", scenario_grace },
 	[SC_FOLLOW] = { "follow", scenario_follow },
+	[SC_OOM] = { "oom", scenario_oom },
 	[SC_CGROUP] = { "cgroup", scenario_cgroup },
 	[SC_MANY] = { "many", scenario_many },
 	[SC_TINY] = { "tiny", scenario_tiny },
-	[SC_WAVES] = { "waves", scenario_waves },
+	[SC_BATCHES] = { "batches", scenario_batches },
 	[SC_SWEEP] = { "sweep", scenario_sweep },
 	[SC_KILLUS] = { "killus", scenario_killus },
 	[SC_STARTUP] = { "startup", scenario_startup },
@@ -45,15 +46,18 @@ static const char doc[] =
 	"Scenarios: idle, starved (SCHED_IDLE victim under a nice -20 busy loop on CPU 1), "
 	"stuck (cgroup-v1 freezer), grace (a victim that ignores SIGTERM: --kill --grace "
 	"against --kill), follow (a stuck victim killed by mr-bench while mrelease --follow "
-	"runs, against SIGKILL alone and the floor), cgroup (64 victims in one cgroup: "
+	"runs with its defaults, or on a timer, against SIGKILL alone and the floor), oom (a "
+	"stuck victim killed by the OOM killer of its memory cgroup, with mrelease --follow "
+	"running and without), cgroup (64 victims in one cgroup: "
 	"mrelease --cgroup against cgroup.kill), many (128 stuck victims), tiny (1 to 256 "
-	"stuck victims of 1 MiB: the cost per target, fitted), waves (2000 stuck victims of 1 "
-	"MiB, pids on stdin, with and without RLIMIT_NOFILE 64: what a wave costs), sweep (one "
+	"stuck victims of 1 MiB: the cost per target, fitted), batches (2000 stuck victims of 1 "
+	"MiB, pids on stdin, with and without RLIMIT_NOFILE 64: what a batch costs), sweep (one "
 	"stuck victim of 64 MiB to 2 GiB: ms per GiB), killus (mrelease's kill_us at 64 MiB "
 	"and 4 GiB), startup (mrelease --dry-run --kill against /bin/true), protect "
 	"(oom_score_adj and mlockall at start, timed by strace -T), overhead (--measure costs "
 	"of --dry-run --kill).  Needs root, a cgroup-v1 memory controller (to tell when memory "
-	"is back) and, for stuck victims, a cgroup-v1 freezer (follow: cgroup2 as well).  Exit "
+	"is back) and, for stuck victims, a cgroup-v1 freezer (follow and oom: cgroup2 and "
+	"tracefs as well, which mr-bench mounts for them if no one has; oom: userfaultfd).  Exit "
 	"status: 0 done (targets may still be missed), 2 usage error, 3 fatal error, 130 "
 	"interrupted.  Usually run as 'sudo tests/bench/run --build-dir build'; "
 	"tests/bench/README.md explains it.";
@@ -82,7 +86,7 @@ static const struct argp_option options[] = {
 	{ "json", 'j', "FILE", 0, "also write the results as JSON to FILE", 0 },
 	{ "quick", OPT_QUICK, NULL, 0,
 	  "smoke run: S = 64 MiB, 1 run, 5 s timeout, 3 overhead runs, --grace 0.2, fewer "
-	  "and smaller victims in tiny, waves, sweep and killus", 0 },
+	  "and smaller victims in tiny, batches, sweep and killus", 0 },
 	{ 0 }
 };
 

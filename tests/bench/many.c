@@ -2,9 +2,9 @@
  * S/64 in one cgroup-v2 cgroup, free to run their exit path), many (128
  * victims of S/128 held by the v1 freezer, so that only a reaper can take
  * their memory), tiny (1 to 256 stuck victims of 1 MiB, for what each
- * one more target costs) and waves (2000 stuck victims of 1 MiB, their
+ * one more target costs) and batches (2000 stuck victims of 1 MiB, their
  * pids on mrelease's stdin, with and without a limit on open files that
- * makes it go in waves).  Every method, the floor among them, has fresh
+ * makes each phase go in batches).  Every method, the floor among them, has fresh
  * victims and takes its turn within each run. */
 #define _GNU_SOURCE
 #include <err.h>
@@ -20,12 +20,12 @@
 #define CG_VICTIMS 64
 #define MANY_VICTIMS 128
 #define TINY_MAX 256
-#define WAVES_VICTIMS 2000
-#define WAVES_VICTIMS_QUICK 256
+#define BATCHES_VICTIMS 2000
+#define BATCHES_VICTIMS_QUICK 256
 
 struct many {
 	struct cgdir *cg;      /* cgroup: the v2 cgroup mrelease --cgroup is given */
-	struct cgdir *freezer; /* many, tiny, waves: the v1 freezer; else NULL */
+	struct cgdir *freezer; /* many, tiny, batches: the v1 freezer; else NULL */
 	struct meter meter;
 	struct kid **v;        /* n of them while a sample runs, else NULL */
 	int n;
@@ -33,7 +33,7 @@ struct many {
 };
 
 /* MANY_STDIN: mrelease --kill -, the pids on its stdin; MANY_STDIN_LIMITED:
- * the same under RLIMIT_NOFILE WAVES_NOFILE, which it may not raise. */
+ * the same under RLIMIT_NOFILE BATCHES_NOFILE, which it may not raise. */
 enum many_how {
 	MANY_CGROUP_KILL, MANY_FLOOR, MANY_MRELEASE, MANY_PKILL, MANY_STDIN, MANY_STDIN_LIMITED
 };
@@ -96,7 +96,7 @@ static void time_many(const struct bench *b, const struct scenario *sc, struct m
 		/* The list is written before the clock starts; reading it is
 		 * part of mrelease's run. */
 		env.in = pid_list(&vs);
-		env.nofile = how == MANY_STDIN_LIMITED ? WAVES_NOFILE : 0;
+		env.nofile = how == MANY_STDIN_LIMITED ? BATCHES_NOFILE : 0;
 		time_mrelease(b, sc, run, s, stdin_args, &env, &vs);
 		close(env.in);
 		break;
@@ -242,22 +242,24 @@ void scenario_tiny(struct bench *b, struct scenario *sc)
 	cg_remove(m.freezer);
 }
 
-/* ---- waves: what a wave costs ---- */
+/* ---- batches: what a batch costs ---- */
 
-long waves_victims(const struct bench *b)
+long batches_victims(const struct bench *b)
 {
-	return b->opt.quick ? WAVES_VICTIMS_QUICK : WAVES_VICTIMS;
+	return b->opt.quick ? BATCHES_VICTIMS_QUICK : BATCHES_VICTIMS;
 }
 
 /* N stuck victims of 1 MiB, their pids on mrelease's stdin (more than a
  * command line of pid_args takes), ended by mrelease --kill - with the
- * limits mr-bench has, and by the same under RLIMIT_NOFILE WAVES_NOFILE
+ * limits mr-bench has, and by the same under RLIMIT_NOFILE BATCHES_NOFILE
  * soft and hard, without CAP_SYS_RESOURCE to lift it: there its pidfds do
- * not all fit, and the run goes in waves (issue 21).  The two take turns
- * on fresh victims; the report gives the ratio and the cost of a wave. */
-void scenario_waves(struct bench *b, struct scenario *sc)
+ * not all fit, and every phase of the run (the first signal, the kills,
+ * the releases, the wait) goes through them in batches (issues 21, 26).
+ * The two take turns on fresh victims; the report gives the ratio and the
+ * cost of a batch. */
+void scenario_batches(struct bench *b, struct scenario *sc)
 {
-	struct many m = { .n = (int)waves_victims(b), .each = TINY_BYTES };
+	struct many m = { .n = (int)batches_victims(b), .each = TINY_BYTES };
 	int runs = (int)b->opt.runs;
 	struct series *rows[2];
 	const enum many_how how[2] = { MANY_STDIN, MANY_STDIN_LIMITED };
@@ -270,14 +272,14 @@ void scenario_waves(struct bench *b, struct scenario *sc)
 		 "%d victims of %lu KiB each, frozen by the cgroup-v1 freezer (%s); their pids on "
 		 "mrelease's stdin; limited: RLIMIT_NOFILE %ld:%ld set in the child before exec, "
 		 "CAP_SYS_RESOURCE dropped from its bounding set", m.n, TINY_BYTES >> 10,
-		 m.freezer->path, WAVES_NOFILE, WAVES_NOFILE);
+		 m.freezer->path, BATCHES_NOFILE, BATCHES_NOFILE);
 	sc->available = true;
 	rows[0] = series_add(sc, "mrelease", "mrelease --kill -", runs,
 			     "mrelease --json --kill - (%d pids on stdin)", m.n);
-	snprintf(label, sizeof(label), "mrelease --kill -, RLIMIT_NOFILE %ld", WAVES_NOFILE);
+	snprintf(label, sizeof(label), "mrelease --kill -, RLIMIT_NOFILE %ld", BATCHES_NOFILE);
 	rows[1] = series_add(sc, "limited", label, runs,
 			     "mrelease --json --kill - (%d pids on stdin), RLIMIT_NOFILE %ld:%ld, "
-			     "no CAP_SYS_RESOURCE", m.n, WAVES_NOFILE, WAVES_NOFILE);
+			     "no CAP_SYS_RESOURCE", m.n, BATCHES_NOFILE, BATCHES_NOFILE);
 	meter_open(b, &m.meter);
 	for (int run = 0; run < runs; run++)
 		for (int i = 0; i < 2; i++)

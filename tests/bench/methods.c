@@ -181,22 +181,22 @@ void time_floor(const struct bench *b, const struct scenario *sc, int run, struc
 }
 
 /* Under a limit on open files below the number of victims, their pidfds
- * cannot all be open at once, so the run must go in waves; one wave
+ * cannot all be open at once, so each phase must go in batches; one batch
  * would mean mrelease lifted the limit the child was given.  NULL, or
- * why the report does not show waves. */
-static const char *waves_missing(const struct cmd_env *env, const struct victims *vs,
+ * why the report does not show batches. */
+static const char *batches_missing(const struct cmd_env *env, const struct victims *vs,
 				 const struct mr_report *rep)
 {
-	if (!env || !env->nofile || vs->n <= env->nofile || rep->self.waves > 1)
+	if (!env || !env->nofile || vs->n <= env->nofile || rep->self.batches > 1)
 		return NULL;
-	return rep->self.waves < 0 ? "no \"waves\" in its summary"
-				   : "not in waves: it lifted the limit (had it CAP_SYS_RESOURCE?)";
+	return rep->self.batches < 0 ? "no \"batches\" in its summary"
+				   : "not in batches: it lifted the limit (had it CAP_SYS_RESOURCE?)";
 }
 
 /* mrelease with --json and args (and env: a standard input, a limit; or
  * NULL): the sample is until it has exited and the memory is back; its
  * report gives kill_us and the rest, must account for every victim, and
- * under a limit too low for them all must show waves. */
+ * under a limit too low for them all must show batches. */
 void time_mrelease(const struct bench *b, const struct scenario *sc, int run,
 		   struct series *s, const char *const *args, const struct cmd_env *env,
 		   const struct victims *vs)
@@ -204,7 +204,7 @@ void time_mrelease(const struct bench *b, const struct scenario *sc, int run,
 	const char *argv[1100] = { "--json" };
 	struct tool_result r;
 	struct mr_report rep;
-	const char *no_waves;
+	const char *no_batches;
 	char why[240];
 	int n = 1;
 
@@ -222,9 +222,9 @@ void time_mrelease(const struct bench *b, const struct scenario *sc, int run,
 		record_failure(sc, s, "%ld targets, %ld released, %ld exited, %d victims%s%s",
 			       rep.targets, rep.released, rep.exited, vs->n,
 			       rep.error[0] ? ": " : "", rep.error);
-	} else if ((no_waves = waves_missing(env, vs, &rep))) {
+	} else if ((no_batches = batches_missing(env, vs, &rep))) {
 		record_failure(sc, s, "%d pids under RLIMIT_NOFILE %ld: %s", vs->n, env->nofile,
-			       no_waves);
+			       no_batches);
 	} else {
 		int64_t end = memory_back(b, vs, r.start_us, r.end_us);
 

@@ -305,8 +305,8 @@ static void print_time_split(const struct bench *b, FILE *f)
 		   "  less both: fork, exec, start-up before main(), report, exit, and the meter's wait,\n"
 		   "  which for a victim free to run is its own exit; \"-\" where the two overlap: with\n"
 		   "  --grace the first signal is the SIGTERM, with cgroup.kill the write itself, in\n"
-		   "  waves the next wave's kills come after the releases; --follow sends no signal,\n"
-		   "  and its release is the victim's \"release\" line)\n");
+		   "  batches every batch's kills lie between the first signal and the last SIGKILL;\n"
+		   "  --follow sends no signal, and its release is the victim's \"release\" line)\n");
 }
 
 /* ---- tiny: the fitted cost per target ---- */
@@ -495,62 +495,87 @@ static void print_grace(const struct bench *b, FILE *f)
 		g.held ? "held" : "did not hold", d, g.held ? "to spare" : "over");
 }
 
-/* ---- waves: what a wave costs ---- */
+/* ---- batches: what a batch costs ---- */
 
-/* The medians of the two rows and of their JSON's waves; the cost of a
- * wave is the difference of the medians over the difference of waves. */
-struct waves_result {
+/* The medians of the two rows and of their JSON's batches (the most one
+ * phase went through); the cost of a batch is the difference of the
+ * medians over the difference of batches. */
+struct batches_result {
 	bool valid;
 	int64_t unlimited_us, limited_us;
-	int64_t waves_unlimited, waves_limited;
-	double ratio, per_wave_us;
+	int64_t batches_unlimited, batches_limited;
+	double ratio, per_batch_us;
 };
 
-static struct waves_result waves_result(const struct bench *b)
+static struct batches_result batches_result(const struct bench *b)
 {
-	const struct scenario *sc = &b->sc[SC_WAVES];
-	const size_t off = offsetof(struct self_report, waves);
-	struct waves_result w = { 0 };
+	const struct scenario *sc = &b->sc[SC_BATCHES];
+	const size_t off = offsetof(struct self_report, batches);
+	struct batches_result w = { 0 };
 
 	if (!shown(sc))
 		return w;
 	w.unlimited_us = row_median(sc, "mrelease");
 	w.limited_us = row_median(sc, "limited");
-	w.waves_unlimited = self_median(series_find(sc, "mrelease"), off);
-	w.waves_limited = self_median(series_find(sc, "limited"), off);
-	if (w.unlimited_us <= 0 || w.limited_us < 0 || w.waves_unlimited < 1 ||
-	    w.waves_limited <= w.waves_unlimited)
+	w.batches_unlimited = self_median(series_find(sc, "mrelease"), off);
+	w.batches_limited = self_median(series_find(sc, "limited"), off);
+	if (w.unlimited_us <= 0 || w.limited_us < 0 || w.batches_unlimited < 1 ||
+	    w.batches_limited <= w.batches_unlimited)
 		return w;
 	w.valid = true;
 	w.ratio = (double)w.limited_us / (double)w.unlimited_us;
-	w.per_wave_us = (double)(w.limited_us - w.unlimited_us) /
-			(double)(w.waves_limited - w.waves_unlimited);
+	w.per_batch_us = (double)(w.limited_us - w.unlimited_us) /
+			 (double)(w.batches_limited - w.batches_unlimited);
 	return w;
 }
 
-static void print_waves(const struct bench *b, FILE *f)
+static void print_batches(const struct bench *b, FILE *f)
 {
-	struct waves_result w = waves_result(b);
+	struct batches_result w = batches_result(b);
 	char u[32], l[32];
 
-	if (!shown(&b->sc[SC_WAVES]))
+	if (!shown(&b->sc[SC_BATCHES]))
 		return;
-	fprintf(f, "\nWaves (waves; %ld stuck victims of 1 MiB, pids on stdin; medians)\n",
-		waves_victims(b));
+	fprintf(f, "\nBatches (batches; %ld stuck victims of 1 MiB, pids on stdin; medians)\n",
+		batches_victims(b));
 	if (!w.valid) {
-		fprintf(f, "  n/a: a row has no median, timed out, or went in no more waves than the "
+		fprintf(f, "  n/a: a row has no median, timed out, or went in no more batches than the "
 			   "other\n");
 		return;
 	}
 	fmt_ms(u, sizeof(u), w.unlimited_us, b);
 	fmt_ms(l, sizeof(l), w.limited_us, b);
-	fprintf(f, "  mrelease --kill -                    %10s in %" PRId64 " wave%s\n", u,
-		w.waves_unlimited, w.waves_unlimited == 1 ? "" : "s");
-	fprintf(f, "  the same under RLIMIT_NOFILE %-7ld %10s in %" PRId64 " waves\n", WAVES_NOFILE,
-		l, w.waves_limited);
-	fprintf(f, "  limited / unlimited %.2f; a wave costs %+.3f ms (the difference of the medians "
-		   "over %" PRId64 " more waves)\n", w.ratio, w.per_wave_us / US_PER_MS,
-		w.waves_limited - w.waves_unlimited);
+	fprintf(f, "  mrelease --kill -                    %10s in %" PRId64 " batch%s\n", u,
+		w.batches_unlimited, w.batches_unlimited == 1 ? "" : "es");
+	fprintf(f, "  the same under RLIMIT_NOFILE %-7ld %10s in %" PRId64 " batches\n",
+		BATCHES_NOFILE, l, w.batches_limited);
+	fprintf(f, "  limited / unlimited %.2f; a batch costs %+.3f ms (the difference of the "
+		   "medians over %" PRId64 " more\n  batches; batches: the most one phase went "
+		   "through)\n", w.ratio, w.per_batch_us / US_PER_MS,
+		w.batches_limited - w.batches_unlimited);
+}
+
+/* ---- oom: mrelease --follow against the kernel's oom_reaper ---- */
+
+static void print_oom(const struct bench *b, FILE *f)
+{
+	const struct scenario *sc = &b->sc[SC_OOM];
+	int64_t reaper = row_median(sc, "reaper"), follow = row_median(sc, "follow");
+	char r[32], m[32];
+
+	if (!shown(sc))
+		return;
+	fprintf(f, "\nOOM kill (oom; one stuck victim of %zu MiB; medians from the OOM kill)\n",
+		b->bytes / MIB);
+	if (reaper <= 0 || follow <= 0) {
+		fprintf(f, "  n/a: a row has no median, or timed out\n");
+		return;
+	}
+	fmt_ms(r, sizeof(r), reaper, b);
+	fmt_ms(m, sizeof(m), follow, b);
+	fprintf(f, "  memory back after %s with mrelease --follow running, %s with the kernel's "
+		   "oom_reaper\n  alone (OOM_REAPER_DELAY 2 s, then its reap): %.1fx sooner\n", m, r,
+		(double)reaper / (double)follow);
 }
 
 /* ---- protect: oom_score_adj and mlockall at start ---- */
@@ -656,10 +681,11 @@ void report_text(const struct bench *b, FILE *f)
 	print_setup(b, f);
 	print_time_split(b, f);
 	print_fits(b, f);
-	print_waves(b, f);
+	print_batches(b, f);
 	print_sweep(b, f);
 	print_killus(b, f);
 	print_grace(b, f);
+	print_oom(b, f);
 	print_protect(b, f);
 	print_overhead(b, f);
 	print_targets(b, f);
@@ -725,7 +751,7 @@ static void json_row(const struct bench *b, FILE *f, const struct scenario *sc,
 		json_self(f, s, "elapsed_us", offsetof(struct self_report, elapsed_us));
 		json_self(f, s, "release_us", offsetof(struct self_report, release_us));
 		json_self(f, s, "exited", offsetof(struct self_report, exited));
-		json_self(f, s, "waves", offsetof(struct self_report, waves));
+		json_self(f, s, "batches", offsetof(struct self_report, batches));
 	}
 	if (s->error[0])
 		json_key_str(f, "error", s->error);
@@ -877,24 +903,41 @@ static void json_grace(const struct bench *b, FILE *f)
 	fprintf(f, ",\"held\":%s}", !g.valid ? "null" : g.held ? "true" : "false");
 }
 
-static void json_waves(const struct bench *b, FILE *f)
+static void json_batches(const struct bench *b, FILE *f)
 {
-	struct waves_result w = waves_result(b);
+	struct batches_result w = batches_result(b);
 
-	if (!shown(&b->sc[SC_WAVES]))
+	if (!shown(&b->sc[SC_BATCHES]))
 		return;
-	fprintf(f, ",\"waves\":{\"victims\":%ld,\"nofile\":%ld,\"unlimited_median_us\":",
-		waves_victims(b), WAVES_NOFILE);
+	fprintf(f, ",\"batches\":{\"victims\":%ld,\"nofile\":%ld,\"unlimited_median_us\":",
+		batches_victims(b), BATCHES_NOFILE);
 	json_us(f, w.valid ? w.unlimited_us : -1);
 	fputs(",\"limited_median_us\":", f);
 	json_us(f, w.valid ? w.limited_us : -1);
 	if (w.valid)
-		fprintf(f, ",\"waves_unlimited_median\":%" PRId64 ",\"waves_limited_median\":%" PRId64
-			   ",\"ratio\":%.4f,\"per_wave_us\":%.1f}",
-			w.waves_unlimited, w.waves_limited, w.ratio, w.per_wave_us);
+		fprintf(f, ",\"batches_unlimited_median\":%" PRId64 ",\"batches_limited_median\":%"
+			   PRId64 ",\"ratio\":%.4f,\"per_batch_us\":%.1f}",
+			w.batches_unlimited, w.batches_limited, w.ratio, w.per_batch_us);
 	else
-		fputs(",\"waves_unlimited_median\":null,\"waves_limited_median\":null,"
-		      "\"ratio\":null,\"per_wave_us\":null}", f);
+		fputs(",\"batches_unlimited_median\":null,\"batches_limited_median\":null,"
+		      "\"ratio\":null,\"per_batch_us\":null}", f);
+}
+
+static void json_oom(const struct bench *b, FILE *f)
+{
+	const struct scenario *sc = &b->sc[SC_OOM];
+	int64_t reaper = row_median(sc, "reaper"), follow = row_median(sc, "follow");
+
+	if (!shown(sc))
+		return;
+	fputs(",\"oom\":{\"reaper_median_us\":", f);
+	json_us(f, reaper);
+	fputs(",\"follow_median_us\":", f);
+	json_us(f, follow);
+	if (reaper > 0 && follow > 0)
+		fprintf(f, ",\"reaper_over_follow\":%.2f}", (double)reaper / (double)follow);
+	else
+		fputs(",\"reaper_over_follow\":null}", f);
 }
 
 static void json_protect(const struct bench *b, FILE *f)
@@ -950,7 +993,8 @@ void report_json(const struct bench *b, const char *path)
 	json_sweep(b, f);
 	json_killus(b, f);
 	json_grace(b, f);
-	json_waves(b, f);
+	json_batches(b, f);
+	json_oom(b, f);
 	json_protect(b, f);
 	json_targets(b, f);
 	fputs("}\n", f);

@@ -1,8 +1,7 @@
 /* single.c: the scenarios of one victim at a time: idle (free to run),
  * starved (it cannot get a CPU to exit on), stuck (held by the v1
- * freezer, as in uninterruptible sleep), grace (it ignores SIGTERM),
- * follow (stuck, killed by mr-bench while mrelease --follow runs), all of
- * S MiB; sweep (stuck, of growing size).  Every sample has a fresh
+ * freezer, as in uninterruptible sleep), grace (it ignores SIGTERM), all
+ * of S MiB; sweep (stuck, of growing size).  (follow is in follow.c.)  Every sample has a fresh
  * victim, touched before the clock starts; the methods, the floor among
  * them, take turns within each run, so that drift on a shared machine
  * hits them all alike. */
@@ -12,7 +11,6 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "bench.h"
 #include "mrelease.h"
@@ -22,14 +20,6 @@
 #define STR(x) #x
 #define XSTR(x) STR(x)
 
-/* follow: a sample of the follow row, kept until mrelease --follow's own
- * report confirms it (check_follow). */
-struct follow_sample {
-	pid_t pid;             /* the victim */
-	int run;
-	int64_t us;            /* or TIMED_OUT */
-};
-
 struct single {
 	bool starve;           /* SCHED_IDLE victim beside a nice -20 loop on VICTIM_CPU */
 	bool ignore_term;      /* the victim ignores SIGTERM */
@@ -37,16 +27,9 @@ struct single {
 	struct cgdir *freezer; /* the v1 freezer that holds the victim, or NULL */
 	struct meter meter;
 	bool checked_state;
-	/* follow: the v2 cgroup that mrelease --follow sweeps, which only the
-	 * follow row's victim joins, and that row's samples; else NULL, 0. */
-	struct cgdir *watched;
-	struct follow_sample follow[MAX_RUNS];
-	int nfollow;
 };
 
-/* HOW_FOLLOW: SIGKILL by mr-bench, and mrelease --follow, already
- * running, is to take the memory back. */
-enum how { HOW_KILL, HOW_FLOOR, HOW_MRELEASE, HOW_PKILL, HOW_MUNMAP, HOW_FOLLOW };
+enum how { HOW_KILL, HOW_FLOOR, HOW_MRELEASE, HOW_PKILL, HOW_MUNMAP };
 
 /* One row of a single-victim scenario and how to time it. */
 struct method {
@@ -69,9 +52,7 @@ static void check_frozen(struct single *su, const struct kid *v)
 		warnx("victim %d: state %c when frozen, not D", v->pid, st.state);
 }
 
-/* watched: a cgroup it joins as well (follow), or NULL. */
-static struct kid *prepare_victim(struct single *su, const struct cgdir *watched,
-				  struct kid **hog)
+static struct kid *prepare_victim(struct single *su, struct kid **hog)
 {
 	struct spawn_spec s = {
 		.kind = KID_VICTIM, .bytes = su->bytes, .chunks = 1,
@@ -83,7 +64,6 @@ static struct kid *prepare_victim(struct single *su, const struct cgdir *watched
 
 	spec_join(&s, su->freezer ? su->freezer->path : NULL);
 	spec_join(&s, su->meter.cg->path);
-	spec_join(&s, watched ? watched->path : NULL);
 	v = start_victim(&s);
 	if (su->freezer) {
 		if ((e = cg_freeze(su->freezer, mr_now_us() + 10 * US_PER_S)))
@@ -101,21 +81,6 @@ static void finish_victim(const struct single *su, struct kid *v, struct kid *ho
 	kid_reap(v);
 }
 
-/* follow: a pause of 0 to one sweep interval, drawn anew for each sample,
- * before the clock and the SIGKILL.  A sample's set-up takes about as
- * long each time, so without it the kill would fall at much the same
- * point of the service's sweep period sample after sample, and the wait
- * for the next sweep would be whatever that point gives, not spread over
- * the interval as it is for a kill that comes at any time. */
-static void random_phase(void)
-{
-	uint32_t r;
-
-	if (getrandom(&r, sizeof(r), 0) != (ssize_t)sizeof(r))
-		err(EXIT_FATAL, "getrandom");
-	sleep_us((int64_t)(r % (FOLLOW_INTERVAL_MS * US_PER_MS)));
-}
-
 static void time_method(const struct bench *b, const struct scenario *sc, struct single *su,
 			const struct method *m, int run)
 {
@@ -128,7 +93,7 @@ static void time_method(const struct bench *b, const struct scenario *sc, struct
 		time_munmap(b, sc, run, m->s, su->bytes, 1, -1);
 		return;
 	}
-	v = prepare_victim(su, m->how == HOW_FOLLOW ? su->watched : NULL, &hog);
+	v = prepare_victim(su, &hog);
 	switch (m->how) {
 	case HOW_KILL:
 		time_sigkill(b, sc, run, m->s, &vs);
@@ -149,11 +114,6 @@ static void time_method(const struct bench *b, const struct scenario *sc, struct
 		break;
 	case HOW_PKILL:
 		time_pkill(b, sc, run, m->s, &vs);
-		break;
-	case HOW_FOLLOW:
-		random_phase();
-		su->follow[su->nfollow++] =
-			(struct follow_sample){ v->pid, run, sigkill_memory_back(b, &vs) };
 		break;
 	case HOW_MUNMAP:
 		break;
@@ -277,139 +237,6 @@ void scenario_stuck(struct bench *b, struct scenario *sc)
 		 b->bytes / MIB, su.freezer->path);
 	sc->available = true;
 	run_single(b, sc, &su);
-	cg_remove(su.freezer);
-}
-
-/* ---- follow: mrelease --follow answers another process's SIGKILL ---- */
-
-/* A sample counts only once the service's own report confirms it: one
- * "release" line with its victim's pid and status "released", and the
- * "summary" line that mrelease writes when SIGTERM ends it.  Then it is
- * recorded, with that line's release_us as mrelease's own figure. */
-static void check_follow(const struct bench *b, const struct scenario *sc,
-			 const struct single *su, struct series *s, const struct tool_result *r)
-{
-	struct follow_report rep = { 0 };
-	char why[240] = "";
-	int matched = 0;
-	size_t used;
-
-	if (r->status < 0)
-		snprintf(why, sizeof(why), "mrelease --follow: still running 10 s after SIGTERM");
-	else if (r->status != 0)
-		snprintf(why, sizeof(why), "mrelease --follow: exit %d: %.160s", r->status,
-			 r->err[0] ? r->err : "(no message)");
-	else if (!parse_follow(r->out, &rep, why, sizeof(why)) && !rep.summary)
-		snprintf(why, sizeof(why), "mrelease --follow: no \"summary\" line after SIGTERM");
-	for (int i = 0; i < su->nfollow; i++) {
-		const struct follow_sample *f = &su->follow[i];
-		const struct follow_release *rel = NULL;
-		int lines = 0;
-
-		if (why[0]) {
-			record_failure(sc, s, "%s", why);
-			continue;
-		}
-		for (int j = 0; j < rep.n; j++)
-			if (rep.rel[j].pid == f->pid) {
-				rel = &rep.rel[j];
-				lines++;
-			}
-		matched += lines;
-		if (lines != 1)
-			record_failure(sc, s, "victim %d: %d \"release\" lines for it, not 1", f->pid,
-				       lines);
-		else if (!rel->released)
-			record_failure(sc, s, "victim %d: %s", f->pid, rel->error);
-		else
-			record(b, sc, f->run, s, f->us,
-			       &(struct self_report){ -1, -1, rel->release_us, -1, -1 });
-	}
-	/* Its sweeps were to see nothing but this row's victims. */
-	used = strlen(s->note);
-	if (!why[0] && rep.nlines != matched)
-		snprintf(s->note + used, sizeof(s->note) - used,
-			 "; %d \"release\" lines for processes that were no sample's victim",
-			 rep.nlines - matched);
-}
-
-/* mrelease --follow sweeping watched alone, started before any victim,
- * and awaited until its first sweep line shows it at work; if it is not,
- * it is stopped, and the follow row s is not available, saying why. */
-static void start_follow(const struct bench *b, const char *interval,
-			 const struct cgdir *watched, struct service *sv, struct series *s)
-{
-	const char *argv[] = { b->opt.mrelease, "--follow", "--json", "--interval", interval,
-			       "--cgroup", watched->path, NULL };
-	struct tool_result r;
-	char why[sizeof(s->why)];
-
-	service_start(argv, sv);
-	if (service_ready(sv, mr_now_us() + 10 * US_PER_S))
-		return;
-	service_stop(sv, 10 * US_PER_S, &r);
-	if (r.status < 0)
-		snprintf(why, sizeof(why), "mrelease --follow wrote nothing in 10 s, nor ended on "
-			 "SIGTERM");
-	else
-		snprintf(why, sizeof(why), "mrelease --follow wrote nothing, and exited %d: %.160s",
-			 r.status, r.err[0] ? r.err : "(no message)");
-	series_unavailable(s, why);
-	free(r.out);
-}
-
-/* follow: one stuck victim of S, killed by mr-bench through its pidfd
- * while mrelease --follow --interval 0.05 --cgroup WATCHED runs: the time
- * from just before the SIGKILL until the memory is back, against the
- * SIGKILL with nothing running (the stuck victim never frees it) and the
- * floor.  The service is started once for the scenario, as a service
- * runs, and sweeps only WATCHED, a v2 cgroup that only the follow row's
- * victim joins, one at a time: never the host, nor the other rows'
- * victims, whose SIGKILL it would otherwise answer.  Its stop signal is
- * SIGTERM, on every exit (kids.c). */
-void scenario_follow(struct bench *b, struct scenario *sc)
-{
-	struct single su = { .bytes = b->bytes };
-	int runs = (int)b->opt.runs, kill_runs = (int)b->opt.kill_runs;
-	struct tool_result r;
-	struct service sv;
-	struct method m[3];
-	char interval[16];
-
-	if (!cg_available(b, sc, true, true))
-		return;
-	snprintf(interval, sizeof(interval), "%g", FOLLOW_INTERVAL_MS / 1000.0);
-	su.freezer = cg_create(b->v1_freezer, CG_FREEZER);
-	su.watched = cg_create(b->v2_root, CG_V2);
-	snprintf(sc->setup, sizeof(sc->setup),
-		 "victim of %zu MiB frozen by the cgroup-v1 freezer (%s); mrelease --follow "
-		 "--interval %s, started once for the scenario, sweeps only %s (cgroup v2), "
-		 "which only the follow row's victim joins", b->bytes / MIB, su.freezer->path,
-		 interval, su.watched->path);
-	sc->available = true;
-	m[0] = (struct method){
-		series_add(sc, "kill", "SIGKILL + wait", kill_runs,
-			   "pidfd_send_signal(SIGKILL), poll the pidfd; nothing else running"),
-		HOW_KILL, NULL, kill_runs };
-	m[1] = floor_method(sc, runs);
-	m[2] = (struct method){
-		series_add(sc, "follow", "SIGKILL + mrelease --follow running", runs,
-			   "pidfd_send_signal(SIGKILL) by mr-bench, with mrelease --json --follow "
-			   "--interval %s --cgroup PATH running", interval),
-		HOW_FOLLOW, NULL, runs };
-	snprintf(m[2].s->note, sizeof(m[2].s->note),
-		 "the interval bounds the latency (a sweep every %d ms, then the release); a PSI "
-		 "trigger on real memory pressure is not what is timed here", FOLLOW_INTERVAL_MS);
-	meter_open(b, &su.meter);
-	start_follow(b, interval, su.watched, &sv, m[2].s);
-	run_methods(b, sc, &su, m, 3);
-	if (sv.k) {
-		service_stop(&sv, 10 * US_PER_S, &r);
-		check_follow(b, sc, &su, m[2].s, &r);
-		free(r.out);
-	}
-	meter_close(&su.meter);
-	cg_remove(su.watched);
 	cg_remove(su.freezer);
 }
 

@@ -160,8 +160,8 @@ void service_start(const char *const *argv, struct service *sv)
 }
 
 /* Whether it has written to its stdout by the deadline (mrelease --follow
- * --json writes a line at every sweep, the first one interval after its
- * start), and so is at work; false if it exited first, or is silent. */
+ * --json writes its "start" line, in one write, once its sources are
+ * open), and so is at work; false if it exited first, or is silent. */
 bool service_ready(const struct service *sv, int64_t deadline)
 {
 	struct stat st;
@@ -175,6 +175,12 @@ bool service_ready(const struct service *sv, int64_t deadline)
 			return false;
 		sleep_us(US_PER_MS);
 	}
+}
+
+/* What it has written to its stdout so far, to be freed. */
+char *service_output(const struct service *sv)
+{
+	return slurp_fd(sv->out);
 }
 
 /* SIGTERM through its pidfd, then as run_cmd: wait until it exits (or
@@ -247,7 +253,7 @@ int parse_report(const char *text, struct mr_report *rep, char *why, size_t len)
 	rep->exited = (long)int_member(summary, "exited");
 	rep->failed = (long)int_member(summary, "failed");
 	rep->self.exited = rep->exited;
-	rep->self.waves = int_member(summary, "waves");
+	rep->self.batches = int_member(summary, "batches");
 	json_array_foreach(targets, i, t) {
 		int64_t us = int_member(t, "release_us");
 		const char *e = json_string_value(json_object_get(t, "error"));
@@ -264,6 +270,11 @@ int parse_report(const char *text, struct mr_report *rep, char *why, size_t len)
 
 /* ---- mrelease --follow --json ---- */
 
+const char *const follow_triggers[FT_COUNT] = {
+	[FT_START] = "start", [FT_SIGNALS] = "signals", [FT_SETTLE] = "settle",
+	[FT_LOST] = "lost", [FT_PRESSURE] = "pressure", [FT_TIMER] = "timer",
+};
+
 /* One "release" line: its pid, whether it says "released", its
  * release_us, and otherwise what it says instead. */
 static void follow_release(const json_t *line, struct follow_release *rel)
@@ -274,18 +285,59 @@ static void follow_release(const json_t *line, struct follow_release *rel)
 	rel->pid = (pid_t)int_member(line, "pid");
 	rel->released = status && !strcmp(status, "released");
 	rel->release_us = int_member(line, "release_us");
+	rel->trigger[0] = '\0';
 	snprintf(rel->error, sizeof(rel->error), "%s%s%s", status ? status : "no status",
 		 e ? ": " : "", e ? e : "");
 }
 
-/* Its NDJSON, one object a line: every "release" line (the first
- * MAX_FOLLOW_RELEASES kept), and the "summary" line.  0, or -1 with why
- * when a line is no JSON object. */
+/* The "start" line: the sources that wake its sweeps, and why not on
+ * signals if not. */
+static void follow_start(const json_t *line, struct follow_report *rep)
+{
+	static const char *const names[] = { [FS_SIGNALS] = "signals", [FS_PRESSURE] = "pressure",
+					      [FS_TIMER] = "timer" };
+	const json_t *v;
+	const char *why;
+	size_t i;
+
+	rep->start = true;
+	json_array_foreach(json_object_get(line, "sources"), i, v)
+		for (size_t k = 0; k < ARRAY_LEN(names); k++)
+			if (json_is_string(v) && !strcmp(json_string_value(v), names[k]))
+				rep->sources[k] = true;
+	why = json_string_value(json_object_get(json_object_get(line, "declined"), "signals"));
+	snprintf(rep->declined_signals, sizeof(rep->declined_signals), "%s", why ? why : "");
+}
+
+/* The "summary" line: the sweeps by trigger, and the SIGKILLs seen. */
+static void follow_summary(const json_t *line, struct follow_report *rep)
+{
+	char key[32];
+
+	rep->summary = true;
+	rep->sweeps = int_member(line, "sweeps");
+	for (int t = 0; t < FT_COUNT; t++) {
+		snprintf(key, sizeof(key), "on_%s", follow_triggers[t]);
+		rep->on[t] = int_member(line, key);
+	}
+	rep->signal_events = int_member(line, "signal_events");
+	rep->signal_events_lost = int_member(line, "signal_events_lost");
+	rep->records_dropped = int_member(line, "records_dropped");
+}
+
+/* Its NDJSON, one object a line: the "start" line, every "release" line
+ * (the first MAX_FOLLOW_RELEASES kept, each with the trigger of the
+ * "sweep" line that follows it: a sweep writes its releases, then
+ * itself), and the "summary" line.  0, or -1 with why when a line is no
+ * JSON object. */
 int parse_follow(const char *text, struct follow_report *rep, char *why, size_t len)
 {
-	int lineno = 0;
+	int lineno = 0, untold = 0;
 
 	memset(rep, 0, sizeof(*rep));
+	rep->sweeps = rep->signal_events = rep->signal_events_lost = rep->records_dropped = -1;
+	for (int t = 0; t < FT_COUNT; t++)
+		rep->on[t] = -1;
 	for (const char *line = text, *end; *line; line = *end ? end + 1 : end) {
 		json_error_t jerr;
 		json_t *doc;
@@ -303,12 +355,24 @@ int parse_follow(const char *text, struct follow_report *rep, char *why, size_t 
 			return -1;
 		}
 		type = json_string_value(json_object_get(doc, "type"));
-		if (type && !strcmp(type, "release")) {
-			if (rep->n < MAX_FOLLOW_RELEASES)
+		if (!type)
+			type = "";
+		if (!strcmp(type, "start")) {
+			follow_start(doc, rep);
+		} else if (!strcmp(type, "release")) {
+			if (rep->n < MAX_FOLLOW_RELEASES) {
 				follow_release(doc, &rep->rel[rep->n++]);
+				untold++;
+			}
 			rep->nlines++;
-		} else if (type && !strcmp(type, "summary")) {
-			rep->summary = true;
+		} else if (!strcmp(type, "sweep")) {
+			const char *t = json_string_value(json_object_get(doc, "trigger"));
+
+			for (; untold; untold--)
+				snprintf(rep->rel[rep->n - untold].trigger,
+					 sizeof(rep->rel[0].trigger), "%s", t ? t : "?");
+		} else if (!strcmp(type, "summary")) {
+			follow_summary(doc, rep);
 		}
 		json_decref(doc);
 	}
