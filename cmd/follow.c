@@ -376,6 +376,31 @@ static void remember(struct follow *f, const struct mr_target *t)
 	f->prune_at = 2 * k > 64 ? 2 * k : 64;
 }
 
+/* Whether e is of a process the run found dying: said, or left out by the
+ * guard (targets are in pid order once a run is over). */
+static bool found_dying(const struct mr_run *run, const struct seen *e)
+{
+	size_t lo = 0, hi = run->ntargets;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (run->targets[mid].pid < e->pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < run->ntargets && run->targets[lo].pid == e->pid; lo++) {
+		const struct mr_target *t = &run->targets[lo];
+
+		if (t->ino == e->ino &&
+		    (t->state == MR_RELEASED || t->state == MR_PREDICTED || t->state == MR_FAILED ||
+		     (t->state == MR_LEFT_OUT && (t->reason == MR_R_ROBUST || t->reason == MR_R_ON_CPU))))
+			return true;
+	}
+	return false;
+}
+
 /* The notes of a run worth saying in a service: each kind once, the first
  * time it comes (the counts each sweep makes are in its record). */
 static void say_notes(struct follow *f)
@@ -433,9 +458,16 @@ static void tell(struct follow *f, struct mr_sweep *w)
 			rec_close(f, &r, 0);
 		}
 	}
-	/* A sweep of every process found every one still dying. */
-	if (whole)
-		f->nsaid = 0;
+	/* A sweep of every process found every one still dying: what was said
+	 * of the others is forgotten. */
+	if (whole) {
+		size_t k = 0;
+
+		for (size_t i = 0; i < f->nsaid; i++)
+			if (found_dying(run, &f->said[i]))
+				f->said[k++] = f->said[i];
+		f->nsaid = k;
+	}
 	for (size_t i = 0; i < run->ntargets; i++) {
 		const struct mr_target *t = &run->targets[i];
 
@@ -575,6 +607,10 @@ static void sweep(struct follow *f, enum mr_trigger trigger, const pid_t *pids, 
 	f->run->cfg.aged = &f->aged;
 	r = mr_run(f->run, &named);
 	mr_pidlist_free(&named);
+	/* The next run forgets it (mr_run_reset): a signal that stopped this
+	 * one ends the service, after what this one did is said. */
+	if (f->run->interrupted)
+		stop(f, MR_EXIT_OK);
 	w.elapsed_us = mr_now_us() - start;
 	f->tot.sweeps++;
 	f->tot.by_trigger[trigger]++;
@@ -626,6 +662,14 @@ static void ask_again(struct follow *f)
 	f->npend = k;
 	if (n)
 		sweep(f, MR_T_SETTLE, v, n);
+	/* One the run left out of its targets (no longer listed in a cgroup
+	 * named, as a zombie is not) is not pending any more: asked again at
+	 * once, it would be asked for ever. */
+	k = 0;
+	for (size_t i = 0; i < f->npend; i++)
+		if (f->pend[i].check_us > now)
+			f->pend[k++] = f->pend[i];
+	f->npend = k;
 	free(v);
 }
 
@@ -646,9 +690,18 @@ static void take_events(struct follow *f)
 		}
 		f->tot.events += n;
 		k = 0;
-		for (size_t i = 0; i < n; i++)
-			if (worth(f, pids[i]))
-				pids[k++] = pids[i];
+		for (size_t i = 0; i < n; i++) {
+			pid_t tgid;
+
+			if (!worth(f, pids[i]))
+				continue;
+			/* A SIGKILL sent to a thread (tgkill, or the OOM killer's
+			 * pick) kills its whole process: the event names the
+			 * thread. */
+			if (mr_proc_tgid(f->run->cfg.proc, pids[i], &tgid) == 0)
+				pids[i] = tgid;
+			pids[k++] = pids[i];
+		}
 		if (k && !f->stop)
 			sweep(f, MR_T_SIGNALS, pids, k);
 	} while (r == 1 && !f->stop);
@@ -678,7 +731,7 @@ static void wake(struct follow *f)
 	ts = (struct timespec){ left > 0 ? left / 1000000 : 0, left > 0 ? left % 1000000 * 1000 : 0 };
 	if (ppoll(p, n, until == INT64_MAX ? NULL : &ts, &f->run->cfg.waitmask) < 0) {
 		if (errno == EINTR) {
-			f->run->interrupted = true;
+			stop(f, MR_EXIT_OK);
 			return;
 		}
 		say(f, "error", "waiting for what wakes it: %s", strerror(errno));
@@ -729,7 +782,7 @@ int mr_follow(const struct mr_options *o, struct mr_run *run)
 		rec_close(&f, &r, 1000);
 	}
 	sweep(&f, MR_T_START, NULL, 0);
-	while (!f.stop && !run->interrupted)
+	while (!f.stop)
 		wake(&f);
 	if (!f.out_dead) {
 		rec_open(&r);

@@ -66,6 +66,7 @@ struct mr_act {
 	size_t fd_used, fd_kept, fd_limit; /* in use, kept aside, the limit */
 	size_t undying;        /* --dying: processes stat said were not dying */
 	bool no_room;          /* not one pidfd fitted: said once */
+	int64_t release_until; /* the release phase under way gives up then */
 	unsigned int retries;
 	size_t stuck;
 	bool nosys;
@@ -141,7 +142,7 @@ void mr_stop_rest(struct mr_run *run);
 int mr_run_jobs(struct mr_act *a, enum mr_job_kind kind, const size_t *items, size_t n,
 		int64_t deadline);
 int mr_read_before(struct mr_act *a, const size_t *items, size_t n);
-int mr_release_in(struct mr_act *a, enum mr_state state);
+int mr_release_in(struct mr_act *a, enum mr_state state, int64_t deadline);
 void mr_end_not_dying(struct mr_run *run, struct mr_target *t, bool dumping);
 
 /* predict.c */

@@ -457,16 +457,17 @@ static int release_batch(struct mr_act *a, const size_t *items, size_t n)
 			mr_begin(a);
 			a->run->sent = true;
 		}
-		r = mr_run_jobs(a, MR_JOB_RELEASE, v, n, INT64_MAX);
+		r = mr_run_jobs(a, MR_JOB_RELEASE, v, n, a->release_until);
 	}
 	free(v);
 	return r;
 }
 
 /* The release phase: every target in state (killed, or opened where
- * nothing is sent), largest first so that the most memory comes back
- * soonest, in batches. */
-int mr_release_in(struct mr_act *a, enum mr_state state)
+ * nothing is sent, or asked to exit by the --grace signal), largest first
+ * so that the most memory comes back soonest, in batches; what has not
+ * been released by deadline is given up, the target left as it was. */
+int mr_release_in(struct mr_act *a, enum mr_state state, int64_t deadline)
 {
 	struct mr_run *run = a->run;
 	size_t n, *items = mr_in_state(run, state, &n);
@@ -475,6 +476,7 @@ int mr_release_in(struct mr_act *a, enum mr_state state)
 	if (!items)
 		return mr_fatal(run, -ENOMEM, "target list");
 	qsort_r(items, n, sizeof(*items), by_rss_desc, run);
+	a->release_until = deadline;
 	r = n ? mr_batches(a, items, n, release_batch) : 0;
 	free(items);
 	return r;

@@ -62,13 +62,11 @@ bool mr_still_member(struct mr_act *a, struct mr_target *t)
 
 /* The first touch of a batch with --grace: its figures, then the first
  * signal through the pidfd of each target (a cgroup member only while it
- * is one), then at once the release of those it made exit (a signal whose
- * action is the default begins the group exit as it is queued) rather
- * than after the grace. */
+ * is one). Nothing waits here: every batch's first signal goes out before
+ * anything else (mr_grace). */
 int mr_first_signal(struct mr_act *a, const size_t *items, size_t n)
 {
 	struct mr_run *run = a->run;
-	size_t *asked, k = 0;
 	int r;
 
 	if ((r = mr_read_before(a, items, n)) || mr_stopped(a))
@@ -79,31 +77,29 @@ int mr_first_signal(struct mr_act *a, const size_t *items, size_t n)
 		if (t->state == MR_OPENED && (t->named || mr_still_member(a, t)))
 			mr_send(a, t, run->cfg.first_signal);
 	}
-	if (run->interrupted)
-		return 0;
-	if (!(asked = calloc(n ? n : 1, sizeof(*asked))))
-		return mr_fatal(run, -ENOMEM, "target list");
-	for (size_t i = 0; i < n; i++)
-		if (run->targets[items[i]].state == MR_ASKED)
-			asked[k++] = items[i];
-	r = mr_run_jobs(a, MR_JOB_RELEASE, asked, k,
-			mr_now_us() + (int64_t)run->cfg.grace_ms * 1000);
-	free(asked);
-	return r;
+	return 0;
 }
 
-/* The grace, once for the whole run: up to --grace for the targets asked
- * to exit to do so by themselves, waited for in batches with one
- * deadline. A signal that interrupts the run ends it here: nothing more
- * is sent. */
+/* The grace, once for the whole run, from after the last first signal:
+ * those the signal made exit are released at once (a signal whose action
+ * is the default begins the group exit as it is queued; the others
+ * process_mrelease refuses, and they stay as they are), then up to --grace
+ * for the targets asked to exit to do so by themselves, waited for in
+ * batches with the one deadline. A signal that interrupts the run ends it
+ * here: nothing more is sent. */
 int mr_grace(struct mr_act *a)
 {
 	struct mr_run *run = a->run;
 	int64_t end = mr_now_us() + (int64_t)run->cfg.grace_ms * 1000;
-	size_t n, *items = mr_in_state(run, MR_ASKED, &n);
-	bool *gone = calloc(n ? n : 1, sizeof(*gone));
-	int r = items && gone ? mr_wait_targets(a, items, n, end, gone) : -ENOMEM;
+	size_t n, *items;
+	bool *gone;
+	int r;
 
+	if ((r = mr_release_in(a, MR_ASKED, end)) || run->interrupted)
+		return r;
+	items = mr_in_state(run, MR_ASKED, &n);
+	gone = calloc(n ? n : 1, sizeof(*gone));
+	r = items && gone ? mr_wait_targets(a, items, n, end, gone) : -ENOMEM;
 	for (size_t i = 0; !r && !run->interrupted && i < n; i++) {
 		struct mr_target *t = &run->targets[items[i]];
 		struct mr_note nt = { .kind = MR_N_GRACE_END, .pid = t->pid, .cgroup = -1,

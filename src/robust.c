@@ -14,11 +14,12 @@
  * list empty, with no operation pending on it, and no thread able to
  * change that any more. The SIGKILL is generated for every thread at once
  * (complete_signal()), and a thread returns to user code only through
- * exit_to_user_mode(), which acts on it first: so a thread that is off a
- * CPU (asleep, stopped, frozen, or waiting to run), or already exiting,
- * never runs user code again. One that the kernel reports running may
- * still be in user code, for as long as the interrupt that the kill sent
- * to its CPU takes to arrive: it is asked again.
+ * exit_to_user_mode(), which acts on it first: so a thread that is asleep,
+ * stopped or frozen, or already exiting, never runs user code again. One
+ * that the kernel reports running may still be in user code, for as long
+ * as the interrupt that the kill sent to its CPU takes to arrive; /proc
+ * says "running" of one waiting for a CPU too, which cannot be told apart:
+ * either is asked again.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -36,20 +37,20 @@
 
 /* Whether thread tid of pid can still run user code: 0 it cannot; -EAGAIN
  * it may (the kernel reports it running, or waiting to run, and it is not
- * exiting: /proc/PID/syscall says "running" of both); -errno. *exiting:
- * it has begun its exit (or ended it). */
-static int off_user(const char *proc, pid_t pid, pid_t tid, bool *exiting)
+ * exiting: /proc/PID/syscall says "running" of both); -errno. *dead: its
+ * exit is over (a zombie), and its list walked. */
+static int off_user(const char *proc, pid_t pid, pid_t tid, bool *dead)
 {
 	char path[PATH_MAX], buf[16];
 	struct mr_stat st;
 	ssize_t n;
 	int r;
 
-	*exiting = false;
+	*dead = false;
 	if ((r = mr_proc_thread_stat(proc, pid, tid, &st)))
 		return r;
-	*exiting = (st.flags & MR_PF_EXITING) || st.state == 'Z' || st.state == 'X';
-	if (*exiting || st.state != 'R')
+	*dead = st.state == 'Z' || st.state == 'X';
+	if (*dead || (st.flags & MR_PF_EXITING) || st.state != 'R')
 		return 0;
 	snprintf(path, sizeof(path), "%s/%d/task/%d/syscall", proc, (int)pid, (int)tid);
 	if ((n = mr_read_file(path, buf, sizeof(buf))) < 0)
@@ -58,13 +59,14 @@ static int off_user(const char *proc, pid_t pid, pid_t tid, bool *exiting)
 }
 
 /* Whether thread tid's robust futex list is empty, with nothing pending:
- * 1 yes, 0 no, -errno. A thread with no list is clear once it is exiting
- * (its walk is done, or has nothing to walk); before, it may be a 32-bit
- * process's, which get_robust_list does not give: not clear. A list whose
+ * 1 yes, 0 no, -errno. A thread with no list is clear once it is dead (its
+ * walk is done); before, it may be a 32-bit process's, whose list
+ * get_robust_list does not give, and which its exit walks only in
+ * exit_mm(), after it is marked exiting: not clear. A list whose
  * head cannot be read (EFAULT: unmapped, or released already, which the
  * kernel makes fault) is clear too: the walk could not read it either, so
  * a release takes nothing from it. */
-static int list_empty(pid_t pid, pid_t tid, bool exiting)
+static int list_empty(pid_t pid, pid_t tid, bool dead)
 {
 	struct robust_list_head *head, h;
 	struct iovec local = { &h, sizeof(h) }, remote;
@@ -73,7 +75,7 @@ static int list_empty(pid_t pid, pid_t tid, bool exiting)
 	if (syscall(SYS_get_robust_list, tid, &head, &len))
 		return -errno;
 	if (!head)
-		return exiting;
+		return dead;
 	if (len != sizeof(h))
 		return 0;
 	remote = (struct iovec){ head, sizeof(h) };
@@ -93,7 +95,7 @@ int mr_robust_clear(const char *proc, pid_t pid)
 {
 	char path[PATH_MAX];
 	struct dirent *e;
-	bool exiting;
+	bool dead;
 	int r = 1, k;
 	DIR *d;
 
@@ -104,7 +106,7 @@ int mr_robust_clear(const char *proc, pid_t pid)
 	while (r == 1 && (e = readdir(d))) {
 		pid_t tid;
 
-		if (mr_parse_pid(e->d_name, &tid) == 0 && (k = off_user(proc, pid, tid, &exiting)) < 0 &&
+		if (mr_parse_pid(e->d_name, &tid) == 0 && (k = off_user(proc, pid, tid, &dead)) < 0 &&
 		    k != -ENOENT && k != -ESRCH)
 			r = k;
 	}
@@ -112,9 +114,9 @@ int mr_robust_clear(const char *proc, pid_t pid)
 	while (r == 1 && (e = readdir(d))) {
 		pid_t tid;
 
-		if (mr_parse_pid(e->d_name, &tid) || off_user(proc, pid, tid, &exiting) == -ENOENT)
+		if (mr_parse_pid(e->d_name, &tid) || off_user(proc, pid, tid, &dead) == -ENOENT)
 			continue;
-		if ((k = list_empty(pid, tid, exiting)) == 0 || (k < 0 && k != -ESRCH))
+		if ((k = list_empty(pid, tid, dead)) == 0 || (k < 0 && k != -ESRCH))
 			r = 0;
 	}
 	closedir(d);

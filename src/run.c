@@ -152,7 +152,7 @@ static void ready(struct mr_act *a)
  * deadline for the run, after its last kill. */
 static int release_and_wait(struct mr_act *a, enum mr_state state)
 {
-	int r = mr_release_in(a, state);
+	int r = mr_release_in(a, state, INT64_MAX);
 
 	if (r || a->run->interrupted)
 		return r;

@@ -189,6 +189,8 @@ int mr_open_pick(struct mr_act *a, struct mr_pick *p, int pidfd, struct mr_targe
 		return 0;
 	}
 	if (!(*out = mr_add_target(a, &t))) {
+		if (t.pidfd >= 0)
+			a->open--;
 		mr_target_close(&t);
 		return mr_fatal(run, -ENOMEM, "target list");
 	}

@@ -83,9 +83,11 @@ void mr_wait_exited(struct mr_act *a)
 	for (size_t i = 0; items && fds && i < n; i++)
 		if (run->targets[items[i]].pidfd >= 0)
 			fds[k++] = run->targets[items[i]].pidfd;
-	if (gone && k)
-		(void)mr_wait_exit(fds, k, mr_now_us() + (int64_t)MR_READ_BOUND_MS * 1000,
-				   &run->cfg.waitmask, gone);
+	/* A signal let in by the wait's mask is caught there: it stops the
+	 * run as anywhere else. */
+	if (gone && k && mr_wait_exit(fds, k, mr_now_us() + (int64_t)MR_READ_BOUND_MS * 1000,
+				      &run->cfg.waitmask, gone) == -EINTR)
+		run->interrupted = true;
 	free(items);
 	free(fds);
 	free(gone);

@@ -358,53 +358,38 @@ int mr_target_open(const struct mr_run *run, struct mr_target *t, uint64_t want_
  * kernel never gives two processes one inode in a boot), or, before pidfs,
  * its start time read from /proc and confirmed by the pidfd after the read.
  * 0: held again, the same process. -ESRCH: it is not: t's process has
- * exited (and was reaped), and t says so, having given its memory back.
- * -EPERM: it cannot be proven either way; t has failed. -EMFILE, -ENFILE:
- * no descriptor; t is as it was. Never a guess: a pid is acted on again
- * only where it is proven the same process. */
+ * exited, and was reaped. -EPERM: it cannot be proven either way.
+ * -EMFILE, -ENFILE: no descriptor; another -errno. t's state is the
+ * caller's to change: never a guess, a pid is acted on again only where it
+ * is proven the same process. */
 int mr_target_reopen(const struct mr_run *run, struct mr_target *t)
 {
 	struct mr_stat st;
 	uint64_t ino = 0;
-	int fd = mr_sys_pidfd_open(t->pid), e, r;
-	bool same;
+	int fd = mr_sys_pidfd_open(t->pid), r = 0, read;
 
-	if (fd < 0) {
-		e = errno;
-		if (e == EMFILE || e == ENFILE)
-			return -e;
-		if (e != ESRCH)
-			mr_target_end(t, MR_FAILED, MR_R_OPEN, e);
-		else
-			goto gone;
-		return -e;
-	}
+	if (fd < 0)
+		return -errno;
 	if (run->pidfs) {
-		same = mr_pidfd_inode(fd, &ino) == 0 && ino == t->ino;
+		if (mr_pidfd_inode(fd, &ino))
+			r = -EPERM;
+		else if (ino != t->ino)
+			r = -ESRCH;
 	} else {
-		r = mr_proc_stat(run->cfg.proc, t->pid, &st);
-		if (mr_sys_pidfd_send_signal(fd, 0) && errno == ESRCH) {
-			close(fd);
-			goto gone;
-		}
-		if (r || !t->start) {
-			close(fd);
-			mr_target_end(t, MR_FAILED, MR_R_UNPROVEN, r ? -r : 0);
-			return -EPERM;
-		}
-		same = st.start == t->start;
+		read = mr_proc_stat(run->cfg.proc, t->pid, &st);
+		if (mr_sys_pidfd_send_signal(fd, 0) && errno == ESRCH)
+			r = -ESRCH;
+		else if (read || !t->start)
+			r = -EPERM;
+		else if (st.start != t->start)
+			r = -ESRCH;
 	}
-	if (!same) {
+	if (r) {
 		close(fd);
-		goto gone;
+		return r;
 	}
 	t->pidfd = fd;
 	return 0;
-gone:
-	mr_target_end(t, MR_EXITED, MR_R_NONE, 0);
-	if (run->cfg.measure != MR_MEASURE_NONE)
-		t->after = (struct mr_mem){ 0, 0, 0, 0 };
-	return -ESRCH;
 }
 
 void mr_target_close(struct mr_target *t)

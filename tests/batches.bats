@@ -192,3 +192,13 @@ grace_members() {
 		sigkill_pending "$p" || fail "pid $p was not killed"
 	done
 }
+
+@test "--wait over batches: targets released, then gone within the wait, are released and exited, whatever the limit" {
+	start_victims 20 -m 1
+	freeze_victim "${PIDS[@]}"
+	# Thawed after their release, they finish their exit within the wait.
+	(sleep 1; echo THAWED >"$FREEZER/freezer.state") &
+	run -0 --separate-stderr limited 18 "$MRELEASE" --kill --wait 5 --jobs 2 --json "${PIDS[@]}"
+	json_ok '.summary.batches == 3 and .summary.released == 20'
+	json_ok '[.targets[] | [.status, .exited]] | unique == [["released", true]]'
+}

@@ -68,7 +68,9 @@ max_rss_kb() {
 	printf '%s\n' "${SLEEPERS[@]}" >"$BATS_TEST_TMPDIR/pids"
 	run -0 --separate-stderr std_fds_only without_cap sys_resource prlimit --nofile=64:64 \
 		"$MRELEASE" --kill --quiet - <"$BATS_TEST_TMPDIR/pids"
-	assert_equal "$stderr" ""
+	# The readings have 100 ms in all, whatever the batches: a slow
+	# build (ASan) gives up some figures, and says so; nothing else.
+	assert_equal "$(grep -v '^mrelease: gave up the figures of [0-9]* targets: not read within 100 ms' <<<"$stderr")" ""
 	wait_gone "${SLEEPERS[@]}"
 }
 

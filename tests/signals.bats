@@ -238,3 +238,44 @@ released_records() {
 	jq -se 'map(select(.type == "warning")) | length == 1 and (.[0].message | test("^cannot set nice value -10 for the releases"))' \
 		<<<"$output" >/dev/null || fail "$output"
 }
+
+@test "a SIGKILL sent to a thread kills its process: the process is released" {
+	frozen_victims 1 -m 16 -t
+	local v=${PIDS[0]} tid=$VOTHER
+	[ -n "$tid" ] && [ "$tid" != "$v" ] || fail "no thread id: '$tid'"
+	follow --no-pressure
+	# kill(2) with a thread's id: the event names the thread.
+	kill -9 "$tid"
+	wait_until 100 rss_under "$v" 1024 || fail "not released: $(rss_kb "$v") KiB"
+	follow_end
+	released_records
+}
+
+@test "a process left for the settle time that becomes a zombie no parent reaps is let go, not asked for ever" {
+	local lock=$BATS_TEST_TMPDIR/lock ready=$BATS_TEST_TMPDIR/zready
+	# Its parent is sleep, which never waits for it.
+	sh -c '"$1" -m 4 -R "$2" -r "$3" </dev/null >/dev/null 3>&- & exec sleep 1000' sh \
+		"$MR_VICTIM" "$lock" "$ready" 3>&- &
+	local parent=$!
+	at_teardown kill -9 "$parent"
+	wait_until 200 test -s "$ready" || fail "the victim did not get ready"
+	local v
+	v=$(cut -d' ' -f1 "$ready")
+	VICTIMS+=("$v")
+	join "$WATCHED" "$v"
+	freeze_victim "$v"
+	follow --no-pressure --settle 1
+	kill -9 "$v"
+	sleep 0.3
+	# Thawed, it exits by itself, and stays a zombie.
+	echo THAWED >"$FREEZER/freezer.state"
+	wait_until 100 gone "$v" || fail "the victim did not exit"
+	sleep 1.5
+	local a b
+	read -r a _ <"/proc/$BG_PID/schedstat"
+	sleep 1
+	read -r b _ <"/proc/$BG_PID/schedstat"
+	follow_end
+	(((b - a) / 1000 < 50000)) || fail "mrelease used $(((b - a) / 1000)) us of CPU in 1 s"
+	jq -se 'last | .on_settle <= 2' <<<"$output" >/dev/null || fail "summary: $(tail -n 1 <<<"$output")"
+}
