@@ -381,8 +381,8 @@ int mr_target_reopen(const struct mr_run *run, struct mr_target *t)
 			r = -ESRCH;
 		else if (read || !t->start)
 			r = -EPERM;
-		else if (st.start != t->start)
-			r = -ESRCH;
+		else
+			r = st.start == t->start ? 0 : -ESRCH;
 	}
 	if (r) {
 		close(fd);
