@@ -12,12 +12,14 @@
  * released is said as it goes, each process once; with --json every line
  * on standard output is a JSON record, warnings included. It never hangs
  * on its output: a record standard output cannot take at once is dropped,
- * and counted; a write that fails ends it (exit 3). SIGINT, SIGTERM or
- * SIGHUP end it at once: the totals, then exit 0.
+ * and counted; one it takes in part is finished before any other, as it
+ * takes more, so that no line is torn; a write that fails ends it (exit
+ * 3). SIGINT, SIGTERM or SIGHUP end it at once: the totals, then exit 0.
  */
 #define _GNU_SOURCE
 #include <err.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
@@ -25,6 +27,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,6 +78,12 @@ struct follow {
 	uint64_t dropped_told;
 	int metrics_err;
 	bool stop, out_dead; /* out_dead: a write to standard output failed */
+	/* The rest of a record standard output took in part, which goes out
+	 * before any other; out_waits: its writes cannot be asked not to
+	 * wait (a regular file, which never stalls, or a terminal). */
+	char *held;
+	size_t nheld;
+	bool out_waits;
 	int status;
 };
 
@@ -102,38 +112,108 @@ static void stop(struct follow *f, int status)
 		f->status = status;
 }
 
-/* Write a record whole to standard output, if it can take it within
- * wait_ms: a reader that stopped reading never holds the service up.
- * Whether it was written. */
-static bool put(struct follow *f, const char *buf, size_t len, int wait_ms)
+/* Write what standard output takes now, without waiting: the bytes
+ * written, or -1 once a write failed (which ends it). */
+static ssize_t out_write(struct follow *f, const char *buf, size_t len)
 {
-	struct pollfd p = { .fd = STDOUT_FILENO, .events = POLLOUT };
+	size_t done = 0;
 
-	if (f->out_dead)
-		return false;
-	if (poll(&p, 1, wait_ms) == 0) {
-		f->tot.dropped++;
-		return false;
-	}
-	while (len) {
-		ssize_t n = write(STDOUT_FILENO, buf, len);
+	while (done < len) {
+		struct iovec v = { (char *)buf + done, len - done };
+		ssize_t n = f->out_waits ? write(STDOUT_FILENO, v.iov_base, v.iov_len)
+					 : pwritev2(STDOUT_FILENO, &v, 1, -1, RWF_NOWAIT);
 
+		if (n < 0 && !f->out_waits && (errno == EOPNOTSUPP || errno == ENOSYS)) {
+			f->out_waits = true;
+			continue;
+		}
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 && errno == EAGAIN) {
-			f->tot.dropped++;
-			return false;
-		}
+		if (n == 0 || (n < 0 && errno == EAGAIN))
+			break;
 		if (n < 0) {
 			warn("standard output");
 			f->out_dead = true;
 			stop(f, MR_EXIT_FATAL);
-			return false;
+			return -1;
 		}
-		buf += n;
-		len -= (size_t)n;
+		done += (size_t)n;
 	}
-	return true;
+	return (ssize_t)done;
+}
+
+/* Write what is held, as far as standard output takes it: whether all. */
+static bool out_flush(struct follow *f)
+{
+	ssize_t n;
+
+	if (!f->nheld)
+		return true;
+	if ((n = out_write(f, f->held, f->nheld)) < 0)
+		return false;
+	f->nheld -= (size_t)n;
+	memmove(f->held, f->held + n, f->nheld);
+	return !f->nheld;
+}
+
+/* A pipe or FIFO on standard output: its own open file description,
+ * non-blocking, so that no write waits (a FIFO takes no RWF_NOWAIT), and
+ * the description it shares with others is left as it was. A socket
+ * takes RWF_NOWAIT; a regular file never stalls. */
+static void out_own(const struct follow *f)
+{
+	char path[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	if (fstat(STDOUT_FILENO, &st) || !S_ISFIFO(st.st_mode))
+		return;
+	snprintf(path, sizeof(path), "%s/self/fd/%d", f->run->cfg.proc, STDOUT_FILENO);
+	if ((fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
+		return;
+	dup2(fd, STDOUT_FILENO);
+	close(fd);
+}
+
+/* Whether standard output took all that is held, and has room for more,
+ * within wait_ms. */
+static bool out_room(struct follow *f, int wait_ms)
+{
+	struct pollfd p = { .fd = STDOUT_FILENO, .events = POLLOUT };
+	int64_t until = mr_now_us() + wait_ms * 1000LL;
+
+	do {
+		if (poll(&p, 1, wait_ms) <= 0)
+			return false;
+		if (out_flush(f))
+			return true;
+	} while (!f->out_dead && (wait_ms = (int)((until - mr_now_us()) / 1000)) > 0);
+	return false;
+}
+
+/* Write a record to standard output, if it can take some of it within
+ * wait_ms (a reader that stopped reading never holds the service up),
+ * after what is held; the rest of a record taken in part is held. Whether
+ * it was written whole. */
+static bool put(struct follow *f, const char *buf, size_t len, int wait_ms)
+{
+	ssize_t n = 0;
+
+	if (f->out_dead)
+		return false;
+	if (!out_room(f, wait_ms) || (n = out_write(f, buf, len)) <= 0) {
+		if (!f->out_dead)
+			f->tot.dropped++;
+		return false;
+	}
+	if ((size_t)n == len)
+		return true;
+	free(f->held);
+	if (!(f->held = malloc(len - (size_t)n)))
+		err(MR_EXIT_FATAL, "a record");
+	memcpy(f->held, buf + n, len - (size_t)n);
+	f->nheld = len - (size_t)n;
+	return false;
 }
 
 /* A record, formatted in memory, then put whole. */
@@ -714,16 +794,19 @@ static void take_events(struct follow *f)
  * again), then do what it asks. A signal that ends it ends the sleep. */
 static void wake(struct follow *f)
 {
-	struct pollfd p[MAX_TRIGGERS + 1];
+	struct pollfd p[MAX_TRIGGERS + 2];
 	int64_t until = f->interval_us ? f->next_us : INT64_MAX, left;
 	struct timespec ts;
-	size_t n = 0;
+	size_t n = 0, ntrig;
 	bool pressure = false;
 
 	if (f->watch)
 		p[n++] = (struct pollfd){ .fd = mr_killwatch_fd(f->watch), .events = POLLIN };
 	for (size_t i = 0; i < f->npsi; i++)
 		p[n++] = (struct pollfd){ .fd = f->psi[i], .events = POLLPRI };
+	ntrig = n;
+	if (f->nheld)
+		p[n++] = (struct pollfd){ .fd = STDOUT_FILENO, .events = POLLOUT };
 	for (size_t i = 0; i < f->npend; i++)
 		if (f->pend[i].check_us < until)
 			until = f->pend[i].check_us;
@@ -739,7 +822,7 @@ static void wake(struct follow *f)
 		return;
 	}
 	/* A trigger on a cgroup that is removed polls POLLERR. */
-	for (size_t i = f->watch ? 1 : 0; i < n; i++) {
+	for (size_t i = f->watch ? 1 : 0; i < ntrig; i++) {
 		int c = f->psi_cgroup[i - (f->watch ? 1 : 0)];
 
 		if ((p[i].revents & (POLLERR | POLLNVAL)) && c >= 0) {
@@ -753,6 +836,8 @@ static void wake(struct follow *f)
 		}
 		pressure |= p[i].revents & POLLPRI;
 	}
+	if (n > ntrig && p[ntrig].revents)
+		out_flush(f);
 	if (f->watch && (p[0].revents & POLLIN))
 		take_events(f);
 	if (pressure && !f->stop)
@@ -771,6 +856,7 @@ int mr_follow(const struct mr_options *o, struct mr_run *run)
 	char when[40];
 	struct rec r;
 
+	out_own(&f);
 	open_sources(&f);
 	if (o->stdout_closed && !o->quiet)
 		warnx("standard output was closed: its records go nowhere");
@@ -785,6 +871,7 @@ int mr_follow(const struct mr_options *o, struct mr_run *run)
 	while (!f.stop)
 		wake(&f);
 	if (!f.out_dead) {
+		f.dropped_told = f.tot.dropped; /* the summary counts them */
 		rec_open(&r);
 		mr_report_follow_end(r.m, &f.tot, now_text(&f, when, sizeof(when)), o->json);
 		rec_close(&f, &r, 1000);
@@ -793,6 +880,7 @@ int mr_follow(const struct mr_options *o, struct mr_run *run)
 	mr_killwatch_close(f.watch);
 	for (size_t i = 0; i < f.npsi; i++)
 		close(f.psi[i]);
+	free(f.held);
 	free(f.pend);
 	free(f.said);
 	mr_pidlist_free(&f.aged);

@@ -316,6 +316,49 @@ usage_error() {
 		<<<"$output" >/dev/null || fail "no warning of the records dropped"
 }
 
+@test "a record standard output takes only in part is finished later, not torn, and the service goes on meanwhile" {
+	freezer_cgroup
+	# A fifo of two pages nobody reads yet, and a record longer than that
+	# (the --metrics warning, naming a path of 9,000 bytes): the pipe takes
+	# the first part of it, and is full (no room for a write) while it
+	# holds less than that record. mrelease holds the rest and releases $D,
+	# killed meanwhile, before anyone reads; the reader then gets every line
+	# whole.
+	run --separate-stderr frozen_in_pidns '
+		inpipe() { perl -e '\''ioctl(STDIN, 0x541B, my $n = pack("L", 0)) or die; print unpack("L", $n)'\'' <&7; }
+		full() { perl -e '\''vec(my $w = "", 7, 1) = 1; exit(select(undef, $w, undef, 0) == 0 ? 0 : 1)'\''; }
+		mkfifo "$3/p"
+		exec 7<>"$3/p"
+		perl -e '\''open(my $p, "+<", $ARGV[0]) or die; fcntl($p, 1031, 8192) or die "F_SETPIPE_SZ: $!"'\'' "$3/p" || exit 94
+		long=$(printf "x%.0s" {1..9000})
+		"$1" --follow --json --verbose --interval 0.05 --metrics "$3/none/$long" >"$3/p" 2>"$3/err" & F=$!
+		wait_until 100 full || { echo "the pipe never filled: $(inpipe) bytes" >"$3/why"; exit 93; }
+		[ "$(inpipe)" -lt 9000 ] || { echo "the pipe holds $(inpipe) bytes: no record taken in part" >"$3/why"; exit 93; }
+		kill -9 $D
+		released() { v=$(awk "/^VmRSS/ { print \$2 }" /proc/$D/status); [ -n "$v" ] && [ "$v" -lt 1024 ]; }
+		wait_until 100 released || { echo "not released while the pipe was full" >"$3/why"; exit 92; }
+		full || { echo "the pipe was read: $(inpipe) bytes" >"$3/why"; exit 91; }
+		cat "$3/p" >"$3/out" 7>&- & C=$!
+		exec 7>&-
+		wait_until 100 grep -q "records* w[a-z]* dropped" "$3/out" || { echo "no dropped warning" >"$3/why"; exit 90; }
+		kill -TERM $F
+		wait $F
+		echo $? >"$3/status"
+		wait $C'
+	[ "$status" -eq 0 ] || fail "exit $status: $(cat "$BATS_TEST_TMPDIR/why" 2>/dev/null)"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/status")" 0
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" ""
+	dying_rss
+	((DYING_KB < 1024)) || fail "the dying victim still holds $DYING_KB KiB"
+	output=$(cat "$BATS_TEST_TMPDIR/out")
+	# Every line whole: jq reads them all, and there are some.
+	jq -se 'length > 3' <<<"$output" >/dev/null || fail "not every line is JSON: $(cut -c 1-200 <<<"$output")"
+	jq -se 'map(select(.type == "warning" and (.message | startswith("--metrics ")) and (.message | length) > 9000)) | length == 1' \
+		<<<"$output" >/dev/null || fail "the long warning is not there whole, once"
+	jq -se 'last | .type == "summary" and .released == 1 and .records_dropped > 0' \
+		<<<"$output" >/dev/null || fail "summary: $(tail -n 1 <<<"$output")"
+}
+
 @test "closed standard descriptors are opened on /dev/null first: no report is written into a trigger or a pidfd" {
 	freezer_cgroup
 	run -0 --separate-stderr frozen_in_pidns '
