@@ -115,9 +115,12 @@ static const struct field summary_fields[] = {
  * targets counted once); otherwise a sum of RSS, which counts such a page
  * once for each target that maps it. A counter never hides what the rows
  * released: a page stays charged to the cgroup where it was first touched
- * (a process that moved in brought no charge), so where the counters fell
- * by less than half of what the rows released, the headline is the rows'
- * sum, and the counters' fall is said beside it. */
+ * (a process that moved in brought no charge). A counter holds each page
+ * once, so it falls below the rows' sum where the targets share pages (a
+ * parent and its forks), but never below the anonymous memory of any one
+ * target born in it: where the counters fell by less than half of that of
+ * one target released, pages were charged elsewhere, and the headline is
+ * the rows' sum, the counters' fall said beside it. */
 enum basis { B_CGROUP, B_PSS, B_RSS };
 static const char *const basis_names[] = { [B_CGROUP] = "cgroup", [B_PSS] = "pss", [B_RSS] = "rss_sum" };
 static const char *const basis_texts[] = {
@@ -358,7 +361,7 @@ static void summarize(const struct mr_run *run, struct summary *s)
 	bool pss = run->cfg.measure == MR_MEASURE_SMAPS;
 	struct rows rows = { .run = run };
 	const struct mr_target *t;
-	int64_t freed = MR_UNKNOWN;
+	int64_t freed = MR_UNKNOWN, own = MR_UNKNOWN;
 
 	*s = (struct summary){ .basis = pss ? B_PSS : B_RSS };
 	s->count[S_RSS_BEFORE] = s->count[S_RSS_AFTER] = MR_UNKNOWN;
@@ -377,6 +380,9 @@ static void summarize(const struct mr_run *run, struct summary *s)
 		add_known(&freed, f);
 		if (f != MR_UNKNOWN && t->state == MR_RELEASED)
 			s->count[S_RELEASED_KB] += f;
+		if (t->state == MR_RELEASED && t->before.anon_kb != MR_UNKNOWN &&
+		    (own == MR_UNKNOWN || t->before.anon_kb > own))
+			own = t->before.anon_kb;
 		if (f != MR_UNKNOWN && t->state == MR_EXITED)
 			s->count[S_EXITED_KB] += f;
 	}
@@ -388,8 +394,7 @@ static void summarize(const struct mr_run *run, struct summary *s)
 	s->count[S_FREED] = run->sent ? freed : MR_UNKNOWN;
 	s->count[S_CGROUP_FREED] = run->sent ? cgroup_freed(run) : MR_UNKNOWN;
 	if (s->count[S_CGROUP_FREED] != MR_UNKNOWN &&
-	    (s->count[S_RELEASED_KB] == MR_UNKNOWN ||
-	     s->count[S_CGROUP_FREED] >= s->count[S_RELEASED_KB] / 2)) {
+	    (own == MR_UNKNOWN || s->count[S_CGROUP_FREED] >= own / 2)) {
 		s->count[S_FREED] = s->count[S_CGROUP_FREED];
 		s->basis = B_CGROUP;
 	}
