@@ -28,7 +28,10 @@ setup() {
 	json_get '.summary.failed == 0' >/dev/null
 	json_get '.summary.targets >= 3' >/dev/null
 	json_get '[.targets[].status] | all(. == "released" or . == "exited")' >/dev/null
-	json_get "[.targets[] | select(.rss_after_kb != 0)] | length == 0" >/dev/null || fail "$(jq -c ".targets[] | select(.rss_after_kb != 0)" <<<"$output")"
+	# Nothing left after. A short-lived child of the forking victim may end
+	# by itself between a listing and the kill: exited, and never read.
+	local wrong='.targets[] | select(.rss_after_kb != 0 and (.status == "released" or .rss_after_kb != null))'
+	json_get "[$wrong] | length == 0" >/dev/null || fail "$(jq -c "$wrong" <<<"$output")"
 	assert_equal "$(json_get '.cgroups[0].path')" "$cg"
 	assert_equal "$(json_get '.cgroups[0].kill')" cgroup.kill
 	json_get '.cgroups[0].members == .summary.targets' >/dev/null
