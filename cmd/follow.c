@@ -11,10 +11,12 @@
  * as a one-shot mrelease, and it never sends a signal. What each sweep
  * released is said as it goes, each process once; with --json every line
  * on standard output is a JSON record, warnings included. It never hangs
- * on its output: a record standard output cannot take at once is dropped,
- * and counted; one it takes in part is finished before any other, as it
- * takes more, so that no line is torn; a write that fails ends it (exit
- * 3). SIGINT, SIGTERM or SIGHUP end it at once: the totals, then exit 0.
+ * on its output, standard output or, for the table's warnings, standard
+ * error: a line the stream cannot take at once is dropped, and counted;
+ * one it takes in part is finished before any other, as it takes more, so
+ * that no line is torn; a write to standard output that fails ends it
+ * (exit 3), one to standard error only ends its warnings. SIGINT, SIGTERM
+ * or SIGHUP end it at once: the totals, then exit 0.
  */
 #define _GNU_SOURCE
 #include <err.h>
@@ -58,6 +60,18 @@ struct pending {
 	int64_t seen_us, check_us, backoff_us;
 };
 
+/* Standard output, or standard error. held: the rest of a line the
+ * stream took in part, which goes out before any other; waits: its writes
+ * cannot be asked not to wait (a regular file, which never stalls, or a
+ * terminal); dead: a write failed; told: the dropped lines said so far. */
+struct outlet {
+	int fd;
+	char *held;
+	size_t nheld;
+	bool waits, dead;
+	uint64_t dropped, told;
+};
+
 struct follow {
 	const struct mr_options *o;
 	struct mr_run *run;
@@ -75,15 +89,10 @@ struct follow {
 	size_t nsaid, capsaid, prune_at;
 	bool said_kind[MR_N_COUNT];
 	struct mr_follow_totals tot;
-	uint64_t dropped_told;
 	int metrics_err;
-	bool stop, out_dead; /* out_dead: a write to standard output failed */
-	/* The rest of a record standard output took in part, which goes out
-	 * before any other; out_waits: its writes cannot be asked not to
-	 * wait (a regular file, which never stalls, or a terminal). */
-	char *held;
-	size_t nheld;
-	bool out_waits;
+	bool stop;
+	/* Where the table's warnings go: err, or out where both are one. */
+	struct outlet out, err, *warn;
 	int status;
 };
 
@@ -112,19 +121,19 @@ static void stop(struct follow *f, int status)
 		f->status = status;
 }
 
-/* Write what standard output takes now, without waiting: the bytes
- * written, or -1 once a write failed (which ends it). */
-static ssize_t out_write(struct follow *f, const char *buf, size_t len)
+/* Write what o takes now, without waiting: the bytes written, or -1 once
+ * a write failed (which ends it, on standard output). */
+static ssize_t out_write(struct follow *f, struct outlet *o, const char *buf, size_t len)
 {
 	size_t done = 0;
 
 	while (done < len) {
 		struct iovec v = { (char *)buf + done, len - done };
-		ssize_t n = f->out_waits ? write(STDOUT_FILENO, v.iov_base, v.iov_len)
-					 : pwritev2(STDOUT_FILENO, &v, 1, -1, RWF_NOWAIT);
+		ssize_t n = o->waits ? write(o->fd, v.iov_base, v.iov_len)
+				     : pwritev2(o->fd, &v, 1, -1, RWF_NOWAIT);
 
-		if (n < 0 && !f->out_waits && (errno == EOPNOTSUPP || errno == ENOSYS)) {
-			f->out_waits = true;
+		if (n < 0 && !o->waits && (errno == EOPNOTSUPP || errno == ENOSYS)) {
+			o->waits = true;
 			continue;
 		}
 		if (n < 0 && errno == EINTR)
@@ -132,9 +141,11 @@ static ssize_t out_write(struct follow *f, const char *buf, size_t len)
 		if (n == 0 || (n < 0 && errno == EAGAIN))
 			break;
 		if (n < 0) {
-			warn("standard output");
-			f->out_dead = true;
-			stop(f, MR_EXIT_FATAL);
+			o->dead = true;
+			if (o == &f->out) {
+				warn("standard output");
+				stop(f, MR_EXIT_FATAL);
+			}
 			return -1;
 		}
 		done += (size_t)n;
@@ -142,77 +153,92 @@ static ssize_t out_write(struct follow *f, const char *buf, size_t len)
 	return (ssize_t)done;
 }
 
-/* Write what is held, as far as standard output takes it: whether all. */
-static bool out_flush(struct follow *f)
+/* Write what is held, as far as o takes it: whether all. */
+static bool out_flush(struct follow *f, struct outlet *o)
 {
 	ssize_t n;
 
-	if (!f->nheld)
+	if (!o->nheld)
 		return true;
-	if ((n = out_write(f, f->held, f->nheld)) < 0)
+	if ((n = out_write(f, o, o->held, o->nheld)) < 0)
 		return false;
-	f->nheld -= (size_t)n;
-	memmove(f->held, f->held + n, f->nheld);
-	return !f->nheld;
+	o->nheld -= (size_t)n;
+	memmove(o->held, o->held + n, o->nheld);
+	return !o->nheld;
 }
 
-/* A pipe or FIFO on standard output: its own open file description,
- * non-blocking, so that no write waits (a FIFO takes no RWF_NOWAIT), and
- * the description it shares with others is left as it was. A socket
- * takes RWF_NOWAIT; a regular file never stalls. */
-static void out_own(const struct follow *f)
+/* Descriptor fd as an outlet that never waits: a pipe or FIFO gets an
+ * open file description of its own, non-blocking (a FIFO takes no
+ * RWF_NOWAIT), and the one it shares with others is left as it was; a
+ * socket takes RWF_NOWAIT; a regular file, which never stalls, or a
+ * terminal, is written plainly. In *st, what fd is. */
+static void out_own(const struct follow *f, struct outlet *o, int fd, struct stat *st)
 {
 	char path[PATH_MAX];
-	struct stat st;
-	int fd;
+	int own;
 
-	if (fstat(STDOUT_FILENO, &st) || !S_ISFIFO(st.st_mode))
+	o->fd = fd;
+	if (fstat(fd, st))
+		*st = (struct stat){ 0 };
+	o->waits = !S_ISFIFO(st->st_mode) && !S_ISSOCK(st->st_mode);
+	if (!S_ISFIFO(st->st_mode))
 		return;
-	snprintf(path, sizeof(path), "%s/self/fd/%d", f->run->cfg.proc, STDOUT_FILENO);
-	if ((fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
+	snprintf(path, sizeof(path), "%s/self/fd/%d", f->run->cfg.proc, fd);
+	if ((own = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0)
 		return;
-	dup2(fd, STDOUT_FILENO);
-	close(fd);
+	dup2(own, fd);
+	close(own);
 }
 
-/* Whether standard output took all that is held, and has room for more,
- * within wait_ms. */
-static bool out_room(struct follow *f, int wait_ms)
+/* Standard output and error; the table's warnings go where the records go
+ * when both are the same file, so that a warning never lands inside a
+ * record taken in part. */
+static void outlets_open(struct follow *f)
 {
-	struct pollfd p = { .fd = STDOUT_FILENO, .events = POLLOUT };
+	struct stat o, e;
+
+	out_own(f, &f->out, STDOUT_FILENO, &o);
+	out_own(f, &f->err, STDERR_FILENO, &e);
+	f->warn = o.st_dev == e.st_dev && o.st_ino == e.st_ino ? &f->out : &f->err;
+}
+
+/* Whether o took all that is held, and has room for more, within wait_ms. */
+static bool out_room(struct follow *f, struct outlet *o, int wait_ms)
+{
+	struct pollfd p = { .fd = o->fd, .events = POLLOUT };
 	int64_t until = mr_now_us() + wait_ms * 1000LL;
 
 	do {
 		if (poll(&p, 1, wait_ms) <= 0)
 			return false;
-		if (out_flush(f))
+		if (out_flush(f, o))
 			return true;
-	} while (!f->out_dead && (wait_ms = (int)((until - mr_now_us()) / 1000)) > 0);
+	} while (!o->dead && (wait_ms = (int)((until - mr_now_us()) / 1000)) > 0);
 	return false;
 }
 
-/* Write a record to standard output, if it can take some of it within
- * wait_ms (a reader that stopped reading never holds the service up),
- * after what is held; the rest of a record taken in part is held. Whether
- * it was written whole. */
-static bool put(struct follow *f, const char *buf, size_t len, int wait_ms)
+/* Write a line (or lines) to o, if it can take some of it within wait_ms
+ * (a reader that stopped reading never holds the service up), after what
+ * is held; the rest of one taken in part is held. Whether it was written
+ * whole. */
+static bool put(struct follow *f, struct outlet *o, const char *buf, size_t len, int wait_ms)
 {
 	ssize_t n = 0;
 
-	if (f->out_dead)
+	if (o->dead)
 		return false;
-	if (!out_room(f, wait_ms) || (n = out_write(f, buf, len)) <= 0) {
-		if (!f->out_dead)
-			f->tot.dropped++;
+	if (!out_room(f, o, wait_ms) || (n = out_write(f, o, buf, len)) <= 0) {
+		if (!o->dead)
+			o->dropped++;
 		return false;
 	}
 	if ((size_t)n == len)
 		return true;
-	free(f->held);
-	if (!(f->held = malloc(len - (size_t)n)))
+	free(o->held);
+	if (!(o->held = malloc(len - (size_t)n)))
 		err(MR_EXIT_FATAL, "a record");
-	memcpy(f->held, buf + n, len - (size_t)n);
-	f->nheld = len - (size_t)n;
+	memcpy(o->held, buf + n, len - (size_t)n);
+	o->nheld = len - (size_t)n;
 	return false;
 }
 
@@ -231,28 +257,43 @@ static FILE *rec_open(struct rec *r)
 }
 
 static void say(struct follow *f, const char *type, const char *fmt, ...);
+static void put_told(struct follow *f, struct outlet *o, const char *buf, size_t len,
+		     int wait_ms);
 
 /* Put the record; once standard output takes records again, say how many
  * it could not. */
 static void rec_close(struct follow *f, struct rec *r, int wait_ms)
 {
-	uint64_t dropped = f->tot.dropped - f->dropped_told;
-	bool put_now;
-
 	if (fclose(r->m) == EOF)
 		err(MR_EXIT_FATAL, "a record");
-	put_now = put(f, r->buf, r->len, wait_ms);
+	put_told(f, &f->out, r->buf, r->len, wait_ms);
 	free(r->buf);
-	if (put_now && dropped) {
-		f->dropped_told = f->tot.dropped;
-		say(f, "warning", "%llu record%s dropped: standard output could not take %s then",
-		    (unsigned long long)dropped, dropped == 1 ? " was" : "s were",
-		    dropped == 1 ? "it" : "them");
-	}
 }
 
-/* A warning (or the error that ends it): on stderr, or with --json a
- * record on standard output, so that every line there is JSON. */
+/* Once o takes lines again: how many it could not. */
+static void tell_dropped(struct follow *f, struct outlet *o)
+{
+	uint64_t dropped = o->dropped - o->told;
+
+	if (!dropped)
+		return;
+	o->told = o->dropped;
+	say(f, "warning", "%llu %s%s dropped: standard %s could not take %s then",
+	    (unsigned long long)dropped, o == &f->out ? "record" : "warning",
+	    dropped == 1 ? " was" : "s were", o == &f->out ? "output" : "error",
+	    dropped == 1 ? "it" : "them");
+}
+
+static void put_told(struct follow *f, struct outlet *o, const char *buf, size_t len,
+		     int wait_ms)
+{
+	if (put(f, o, buf, len, wait_ms))
+		tell_dropped(f, o);
+}
+
+/* A warning (or the error that ends it): a line on stderr, as warnx(3)
+ * writes it, or with --json a record on standard output, so that every
+ * line there is JSON. */
 static void say(struct follow *f, const char *type, const char *fmt, ...)
 {
 	char msg[MR_SAFE_LEN], when[40];
@@ -262,13 +303,15 @@ static void say(struct follow *f, const char *type, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (!f->o->json) {
-		warnx("%s", msg);
-		return;
-	}
 	rec_open(&r);
-	mr_report_message(r.m, type, msg, now_text(f, when, sizeof(when)));
-	rec_close(f, &r, 0);
+	if (f->o->json)
+		mr_report_message(r.m, type, msg, now_text(f, when, sizeof(when)));
+	else
+		fprintf(r.m, "%s: %s\n", program_invocation_short_name, msg);
+	if (fclose(r.m) == EOF)
+		err(MR_EXIT_FATAL, "a record");
+	put_told(f, f->o->json ? &f->out : f->warn, r.buf, r.len, 0);
+	free(r.buf);
 }
 
 /* Why source s is not used: said in the start record. false. */
@@ -794,7 +837,7 @@ static void take_events(struct follow *f)
  * again), then do what it asks. A signal that ends it ends the sleep. */
 static void wake(struct follow *f)
 {
-	struct pollfd p[MAX_TRIGGERS + 2];
+	struct pollfd p[MAX_TRIGGERS + 3]; /* the watch, the triggers, two outlets */
 	int64_t until = f->interval_us ? f->next_us : INT64_MAX, left;
 	struct timespec ts;
 	size_t n = 0, ntrig;
@@ -805,8 +848,10 @@ static void wake(struct follow *f)
 	for (size_t i = 0; i < f->npsi; i++)
 		p[n++] = (struct pollfd){ .fd = f->psi[i], .events = POLLPRI };
 	ntrig = n;
-	if (f->nheld)
-		p[n++] = (struct pollfd){ .fd = STDOUT_FILENO, .events = POLLOUT };
+	if (f->out.nheld)
+		p[n++] = (struct pollfd){ .fd = f->out.fd, .events = POLLOUT };
+	if (f->err.nheld)
+		p[n++] = (struct pollfd){ .fd = f->err.fd, .events = POLLOUT };
 	for (size_t i = 0; i < f->npend; i++)
 		if (f->pend[i].check_us < until)
 			until = f->pend[i].check_us;
@@ -836,8 +881,12 @@ static void wake(struct follow *f)
 		}
 		pressure |= p[i].revents & POLLPRI;
 	}
-	if (n > ntrig && p[ntrig].revents)
-		out_flush(f);
+	for (size_t i = ntrig; i < n; i++) {
+		struct outlet *o = p[i].fd == f->out.fd ? &f->out : &f->err;
+
+		if (p[i].revents && out_flush(f, o))
+			tell_dropped(f, o);
+	}
 	if (f->watch && (p[0].revents & POLLIN))
 		take_events(f);
 	if (pressure && !f->stop)
@@ -856,7 +905,7 @@ int mr_follow(const struct mr_options *o, struct mr_run *run)
 	char when[40];
 	struct rec r;
 
-	out_own(&f);
+	outlets_open(&f);
 	open_sources(&f);
 	if (o->stdout_closed && !o->quiet)
 		warnx("standard output was closed: its records go nowhere");
@@ -870,8 +919,9 @@ int mr_follow(const struct mr_options *o, struct mr_run *run)
 	sweep(&f, MR_T_START, NULL, 0);
 	while (!f.stop)
 		wake(&f);
-	if (!f.out_dead) {
-		f.dropped_told = f.tot.dropped; /* the summary counts them */
+	if (!f.out.dead) {
+		f.tot.dropped = f.out.dropped;
+		f.out.told = f.out.dropped; /* the summary counts them */
 		rec_open(&r);
 		mr_report_follow_end(r.m, &f.tot, now_text(&f, when, sizeof(when)), o->json);
 		rec_close(&f, &r, 1000);
@@ -880,7 +930,8 @@ int mr_follow(const struct mr_options *o, struct mr_run *run)
 	mr_killwatch_close(f.watch);
 	for (size_t i = 0; i < f.npsi; i++)
 		close(f.psi[i]);
-	free(f.held);
+	free(f.out.held);
+	free(f.err.held);
 	free(f.pend);
 	free(f.said);
 	mr_pidlist_free(&f.aged);

@@ -15,6 +15,42 @@ setup() {
 	need_root
 }
 
+# A frozen_in_pidns script's first lines: $3/p, a fifo of two pages held
+# open on descriptor 7 (read and write) and nobody reading; inpipe: the
+# bytes it holds; full: no room for a write.
+# held_meanwhile OUT PATTERN [COMMAND...]: once $F, started next, has
+# filled the fifo with less than a line of 9,000 bytes (it holds the rest),
+# and COMMAND is run: $D, killed, is released before anyone reads; then a
+# reader copies the fifo to OUT until PATTERN is there; SIGTERM ends $F,
+# its exit status in $3/status. A status from 90 to 93, with $3/why, says
+# which step did not happen: the script's last command, it is the script's
+# (an exit in a function would run frozen_in_pidns's trap with the
+# function's arguments, and leave the freezer frozen).
+SMALL_FIFO='
+	t=$3
+	inpipe() { perl -e '\''ioctl(STDIN, 0x541B, my $n = pack("L", 0)) or die; print unpack("L", $n)'\'' <&7; }
+	full() { perl -e '\''vec(my $w = "", 7, 1) = 1; exit(select(undef, $w, undef, 0) == 0 ? 0 : 1)'\''; }
+	released() { v=$(awk "/^VmRSS/ { print \$2 }" /proc/$D/status); [ -n "$v" ] && [ "$v" -lt 1024 ]; }
+	mkfifo "$t/p"
+	exec 7<>"$t/p"
+	perl -e '\''open(my $p, "+<", $ARGV[0]) or die; fcntl($p, 1031, 8192) or die "F_SETPIPE_SZ: $!"'\'' "$t/p" || exit 94
+	held_meanwhile() {
+		wait_until 100 full || { echo "the pipe never filled: $(inpipe) bytes" >"$t/why"; return 93; }
+		[ "$(inpipe)" -lt 9000 ] || { echo "the pipe holds $(inpipe) bytes: no line taken in part" >"$t/why"; return 93; }
+		"${@:3}"
+		kill -9 $D
+		wait_until 100 released || { echo "not released while the pipe was full" >"$t/why"; return 92; }
+		full || { echo "the pipe was read: $(inpipe) bytes" >"$t/why"; return 91; }
+		cat "$t/p" >"$1" 7>&- & C=$!
+		exec 7>&-
+		wait_until 100 grep -q "$2" "$1" || { echo "no $2" >"$t/why"; return 90; }
+		kill -TERM $F
+		wait $F
+		echo $? >"$t/status"
+		wait $C
+	}
+'
+
 @test "--follow --interval: a victim killed by another is released within 2 s, said once; the living untouched; SIGTERM ends it at once, exit 0" {
 	need_tracefs
 	freezer_cgroup
@@ -324,27 +360,10 @@ usage_error() {
 	# holds less than that record. mrelease holds the rest and releases $D,
 	# killed meanwhile, before anyone reads; the reader then gets every line
 	# whole.
-	run --separate-stderr frozen_in_pidns '
-		inpipe() { perl -e '\''ioctl(STDIN, 0x541B, my $n = pack("L", 0)) or die; print unpack("L", $n)'\'' <&7; }
-		full() { perl -e '\''vec(my $w = "", 7, 1) = 1; exit(select(undef, $w, undef, 0) == 0 ? 0 : 1)'\''; }
-		mkfifo "$3/p"
-		exec 7<>"$3/p"
-		perl -e '\''open(my $p, "+<", $ARGV[0]) or die; fcntl($p, 1031, 8192) or die "F_SETPIPE_SZ: $!"'\'' "$3/p" || exit 94
+	run --separate-stderr frozen_in_pidns "$SMALL_FIFO"'
 		long=$(printf "x%.0s" {1..9000})
 		"$1" --follow --json --verbose --interval 0.05 --metrics "$3/none/$long" >"$3/p" 2>"$3/err" & F=$!
-		wait_until 100 full || { echo "the pipe never filled: $(inpipe) bytes" >"$3/why"; exit 93; }
-		[ "$(inpipe)" -lt 9000 ] || { echo "the pipe holds $(inpipe) bytes: no record taken in part" >"$3/why"; exit 93; }
-		kill -9 $D
-		released() { v=$(awk "/^VmRSS/ { print \$2 }" /proc/$D/status); [ -n "$v" ] && [ "$v" -lt 1024 ]; }
-		wait_until 100 released || { echo "not released while the pipe was full" >"$3/why"; exit 92; }
-		full || { echo "the pipe was read: $(inpipe) bytes" >"$3/why"; exit 91; }
-		cat "$3/p" >"$3/out" 7>&- & C=$!
-		exec 7>&-
-		wait_until 100 grep -q "records* w[a-z]* dropped" "$3/out" || { echo "no dropped warning" >"$3/why"; exit 90; }
-		kill -TERM $F
-		wait $F
-		echo $? >"$3/status"
-		wait $C'
+		held_meanwhile "$3/out" "records* w[a-z]* dropped"'
 	[ "$status" -eq 0 ] || fail "exit $status: $(cat "$BATS_TEST_TMPDIR/why" 2>/dev/null)"
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/status")" 0
 	assert_equal "$(cat "$BATS_TEST_TMPDIR/err")" ""
@@ -357,6 +376,39 @@ usage_error() {
 		<<<"$output" >/dev/null || fail "the long warning is not there whole, once"
 	jq -se 'last | .type == "summary" and .released == 1 and .records_dropped > 0' \
 		<<<"$output" >/dev/null || fail "summary: $(tail -n 1 <<<"$output")"
+}
+
+@test "a warning standard error takes only in part is finished later, not torn; those it cannot take are counted; the service goes on" {
+	freezer_cgroup
+	# As above, on standard error, in the table: the --metrics warning,
+	# whose path of 2,400 control bytes is escaped into 9,600, fills a fifo
+	# of two pages nobody reads. Meanwhile $3/none is made a file and
+	# removed again, each change a new error (ENOTDIR, ENOENT), so a new
+	# warning, which cannot be written then. $D, killed meanwhile, is
+	# released before anyone reads; the reader then gets the long warning
+	# whole, then the count of those dropped.
+	run --separate-stderr frozen_in_pidns "$SMALL_FIFO"'
+		c=$(printf "\001%.0s" {1..200}) long=
+		for i in {1..12}; do long+=/$c; done
+		toggle() {
+			for i in 1 2 3; do
+				touch "$t/none"; sleep 0.2; rm "$t/none"; sleep 0.2
+			done
+		}
+		"$1" --follow --interval 0.05 --metrics "$3/none$long" >"$3/out" 2>"$3/p" & F=$!
+		held_meanwhile "$3/err" "warnings* w[a-z]* dropped: standard error" toggle'
+	[ "$status" -eq 0 ] || fail "exit $status: $(cat "$BATS_TEST_TMPDIR/why" 2>/dev/null)"
+	assert_equal "$(cat "$BATS_TEST_TMPDIR/status")" 0
+	dying_rss
+	((DYING_KB < 1024)) || fail "the dying victim still holds $DYING_KB KiB"
+	grep -q " released$" "$BATS_TEST_TMPDIR/out" || fail "no row released: $(cat "$BATS_TEST_TMPDIR/out")"
+	# The long warning is one whole line, first; every line is a warning of
+	# mrelease's own, so none was torn; one of them counts those dropped.
+	local errs=$BATS_TEST_TMPDIR/err
+	run -0 awk -v n=9000 'NR == 1 && !/^mrelease: --metrics .*: No such file or directory$/ { exit 1 }
+		NR == 1 && length($0) < n { exit 2 } !/^mrelease: / { exit 3 } END { exit NR < 2 ? 4 : 0 }' "$errs"
+	grep -Eq '^mrelease: [0-9]+ warnings? w[a-z]+ dropped: standard error could not take (it|them) then$' "$errs" ||
+		fail "no count of the warnings dropped: $(cut -c 1-200 "$errs")"
 }
 
 @test "closed standard descriptors are opened on /dev/null first: no report is written into a trigger or a pidfd" {
