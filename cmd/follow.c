@@ -257,18 +257,6 @@ static FILE *rec_open(struct rec *r)
 }
 
 static void say(struct follow *f, const char *type, const char *fmt, ...);
-static void put_told(struct follow *f, struct outlet *o, const char *buf, size_t len,
-		     int wait_ms);
-
-/* Put the record; once standard output takes records again, say how many
- * it could not. */
-static void rec_close(struct follow *f, struct rec *r, int wait_ms)
-{
-	if (fclose(r->m) == EOF)
-		err(MR_EXIT_FATAL, "a record");
-	put_told(f, &f->out, r->buf, r->len, wait_ms);
-	free(r->buf);
-}
 
 /* Once o takes lines again: how many it could not. */
 static void tell_dropped(struct follow *f, struct outlet *o)
@@ -289,6 +277,15 @@ static void put_told(struct follow *f, struct outlet *o, const char *buf, size_t
 {
 	if (put(f, o, buf, len, wait_ms))
 		tell_dropped(f, o);
+}
+
+/* Put the record on standard output. */
+static void rec_close(struct follow *f, struct rec *r, int wait_ms)
+{
+	if (fclose(r->m) == EOF)
+		err(MR_EXIT_FATAL, "a record");
+	put_told(f, &f->out, r->buf, r->len, wait_ms);
+	free(r->buf);
 }
 
 /* A warning (or the error that ends it): a line on stderr, as warnx(3)
