@@ -91,7 +91,8 @@ struct follow {
 	struct mr_follow_totals tot;
 	int metrics_err;
 	bool stop;
-	/* Where the table's warnings go: err, or out where both are one. */
+	/* Where warnings go: out with --json, or where both are one file;
+	 * else err. */
 	struct outlet out, err, *warn;
 	int status;
 };
@@ -190,16 +191,16 @@ static void out_own(const struct follow *f, struct outlet *o, int fd, struct sta
 	close(own);
 }
 
-/* Standard output and error; the table's warnings go where the records go
- * when both are the same file, so that a warning never lands inside a
- * record taken in part. */
+/* Standard output and error. Warnings go where the records go with
+ * --json (as records), and when both are the same file, so that a warning
+ * never lands inside a record taken in part. */
 static void outlets_open(struct follow *f)
 {
 	struct stat o, e;
 
 	out_own(f, &f->out, STDOUT_FILENO, &o);
 	out_own(f, &f->err, STDERR_FILENO, &e);
-	f->warn = o.st_dev == e.st_dev && o.st_ino == e.st_ino ? &f->out : &f->err;
+	f->warn = f->o->json || (o.st_dev == e.st_dev && o.st_ino == e.st_ino) ? &f->out : &f->err;
 }
 
 /* Whether o took all that is held, and has room for more, within wait_ms. */
@@ -279,13 +280,18 @@ static void put_told(struct follow *f, struct outlet *o, const char *buf, size_t
 		tell_dropped(f, o);
 }
 
-/* Put the record on standard output. */
-static void rec_close(struct follow *f, struct rec *r, int wait_ms)
+/* Put the record on o. */
+static void rec_close_on(struct follow *f, struct rec *r, struct outlet *o, int wait_ms)
 {
 	if (fclose(r->m) == EOF)
 		err(MR_EXIT_FATAL, "a record");
-	put_told(f, &f->out, r->buf, r->len, wait_ms);
+	put_told(f, o, r->buf, r->len, wait_ms);
 	free(r->buf);
+}
+
+static void rec_close(struct follow *f, struct rec *r, int wait_ms)
+{
+	rec_close_on(f, r, &f->out, wait_ms);
 }
 
 /* A warning (or the error that ends it): a line on stderr, as warnx(3)
@@ -305,10 +311,7 @@ static void say(struct follow *f, const char *type, const char *fmt, ...)
 		mr_report_message(r.m, type, msg, now_text(f, when, sizeof(when)));
 	else
 		fprintf(r.m, "%s: %s\n", program_invocation_short_name, msg);
-	if (fclose(r.m) == EOF)
-		err(MR_EXIT_FATAL, "a record");
-	put_told(f, f->o->json ? &f->out : f->warn, r.buf, r.len, 0);
-	free(r.buf);
+	rec_close_on(f, &r, f->warn, 0);
 }
 
 /* Why source s is not used: said in the start record. false. */
